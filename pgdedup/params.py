@@ -1,0 +1,56 @@
+"""The parameters of a collection: everything that decides its signatures and band keys.
+
+Parameters are data: they are stored with the collection, later runs and SQL functions read
+them back, and a run whose parameters differ from the stored ones must re-index, never mix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .bands import optimal_bands
+from .features import FeatureSpec, Unit
+
+#: Bumped whenever the feature or signature algorithm changes, so stored signatures made by an
+#: older algorithm are detected and re-indexed instead of silently compared with new ones.
+ALGORITHM_VERSION = 1
+DEFAULT_SEED = 1
+
+
+@dataclass(frozen=True)
+class Params:
+    """Signature and banding parameters; ``bands``/``rows`` default to the optimum for ``threshold``."""
+
+    threshold: float = 0.8
+    num_perm: int = 128
+    unit: Unit = "word"
+    ngram: int = 5
+    seed: int = DEFAULT_SEED
+    bands: int = 0
+    rows: int = 0
+    algorithm: int = field(default=ALGORITHM_VERSION)
+
+    def __post_init__(self) -> None:
+        FeatureSpec(self.unit, self.ngram)  # validates unit and ngram
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold must be between 0 and 1 (exclusive), not {self.threshold}")
+        if not 8 <= self.num_perm <= 1024:
+            raise ValueError(f"num_perm must be between 8 and 1024, not {self.num_perm}")
+        if not self.bands or not self.rows:
+            b, r = optimal_bands(self.threshold, self.num_perm)
+            object.__setattr__(self, "bands", b)
+            object.__setattr__(self, "rows", r)
+        if self.bands * self.rows > self.num_perm:
+            raise ValueError(f"bands × rows = {self.bands * self.rows} exceeds num_perm {self.num_perm}")
+
+    @property
+    def spec(self) -> FeatureSpec:
+        return FeatureSpec(self.unit, self.ngram)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def differences(self, other: "Params") -> list[str]:
+        """Human-readable list of the fields where ``other`` differs from ``self``."""
+        mine, theirs = self.as_dict(), other.as_dict()
+        return [f"{k}: stored {mine[k]!r}, requested {theirs[k]!r}" for k in mine if mine[k] != theirs[k]]

@@ -1,0 +1,56 @@
+"""From texts to signatures and band buckets, for a whole chunk at once, without any database.
+
+This is the one code path that turns text into what pgdedup stores: the loader, ``similar
+--text``, the tests and the benchmarks all call it, so they agree by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bands import band_buckets
+from .features import features
+from .hashing import text_hash
+from .normalise import normalise
+from .params import Params
+from .signatures import signatures
+
+
+@dataclass
+class SignedChunk:
+    """Per text: hash of the normalised text, feature-set size, signature and band buckets.
+
+    Rows with ``feature_counts == 0`` (NULL or empty text) have no signature: their row of
+    ``signatures`` is meaningless and they get no band buckets.
+    """
+
+    text_hashes: np.ndarray  # int64 (n,)
+    feature_counts: np.ndarray  # int64 (n,)
+    signatures: np.ndarray  # uint32 (n, num_perm)
+    buckets: np.ndarray  # int64 (n, bands)
+
+    def __len__(self) -> int:
+        return len(self.text_hashes)
+
+    def signature(self, i: int) -> np.ndarray:
+        """Signature of text i as stored (int32), empty for an empty feature set."""
+        if self.feature_counts[i] == 0:
+            return np.empty(0, dtype=np.int32)
+        return self.signatures[i].view(np.int32)
+
+
+def sign_texts(texts: Iterable[str | None], params: Params | None = None) -> SignedChunk:
+    """Signatures and band buckets of ``texts`` (None allowed) with ``params`` (default Params())."""
+    params = params or Params()
+    normalised = [normalise(t) for t in texts]
+    feats = features(normalised, params.spec, params.seed)
+    sig = signatures(feats, params.num_perm, params.seed)
+    return SignedChunk(
+        text_hashes=np.fromiter(map(text_hash, normalised), dtype=np.int64, count=len(normalised)),
+        feature_counts=feats.distinct_counts(),
+        signatures=sig,
+        buckets=band_buckets(sig, params.bands, params.rows, params.seed),
+    )
