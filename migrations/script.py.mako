@@ -4,17 +4,11 @@ Revision ID: ${up_revision}
 Revises: ${down_revision | comma,n}
 """
 
-from pgdedup.migrate import run_sql_file
+from pgdedup.migrate import sql_steps
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 branch_labels = None
 depends_on = None
 
-
-def upgrade() -> None:
-    run_sql_file("${up_revision}.sql")
-
-
-def downgrade() -> None:
-    run_sql_file("${up_revision}.down.sql")
+upgrade, downgrade = sql_steps(revision)

@@ -1,0 +1,16 @@
+"""pgdedup: near-duplicate rows of text inside PostgreSQL, with MinHash signatures and LSH bands.
+
+The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, ``similar``,
+``status``; ``sign_texts`` computes signatures without any database.
+"""
+
+from .db import PgdedupError
+from .dedupe import DedupeResult, dedupe
+from .loader import IndexResult, index
+from .migrate import downgrade, migrate
+from .params import Params
+from .queries import pairs, similar, status
+from .signer import SignedChunk, sign_texts
+
+__all__ = ["DedupeResult", "IndexResult", "Params", "PgdedupError", "SignedChunk", "dedupe", "downgrade",
+           "index", "migrate", "pairs", "sign_texts", "similar", "status"]

@@ -101,6 +101,14 @@ class LocalPostgres:
                 log = (self.base / "server.log").read_text()[-2000:]
             raise LocalPostgresError(f"{tool} failed: {proc.stderr.strip() or proc.stdout.strip()}\n{log}")
 
+    def stop_command(self) -> str:
+        """A shell command that stops a server left running (``demo --keep``) and removes it."""
+        if self._embedded is not None or self.base is None or self._bindir is None:
+            return "kill the postgres process (embedded server)"
+        ctl = f"{self._bindir / 'pg_ctl'} -D {self.base / 'data'} -m fast stop"
+        prefix = f"runuser -u {self.run_as} -- " if self.run_as else ""
+        return f"{prefix}{ctl} && rm -rf {self.base}"
+
     def stop(self) -> None:
         """Stop the server and delete its directory."""
         if self._embedded is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from importlib import resources
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import alembic.context
 import alembic.op
@@ -34,8 +34,17 @@ def read_sql(name: str) -> str:
 
 
 def run_sql_file(name: str) -> None:
-    """Execute a whole ``sql/`` file from inside a migration (no bind-parameter parsing)."""
-    alembic.op.get_bind().exec_driver_sql(read_sql(name))
+    """Execute a whole ``sql/`` file from inside a migration, in its transaction.
+
+    It goes straight to the psycopg connection without parameters, so ``%`` and ``:name`` in
+    the SQL are never taken for placeholders.
+    """
+    alembic.op.get_bind().connection.driver_connection.execute(read_sql(name))
+
+
+def sql_steps(revision: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(upgrade, downgrade) of a revision that applies ``sql/<revision>.sql`` / ``.down.sql``."""
+    return (lambda: run_sql_file(f"{revision}.sql")), (lambda: run_sql_file(f"{revision}.down.sql"))
 
 
 def engine_for(dsn: str) -> Engine:

@@ -1,20 +1,15 @@
 """Collections, signatures, band keys, run history.
 
 Revision ID: 0001_schema
-Revises:
+Revises: 
+Applies sql/0001_schema.sql; downgrade applies sql/0001_schema.down.sql.
 """
 
-from pgdedup.migrate import run_sql_file
+from pgdedup.migrate import sql_steps
 
 revision = "0001_schema"
 down_revision = None
 branch_labels = None
 depends_on = None
 
-
-def upgrade() -> None:
-    run_sql_file("0001_schema.sql")
-
-
-def downgrade() -> None:
-    run_sql_file("0001_schema.down.sql")
+upgrade, downgrade = sql_steps(revision)

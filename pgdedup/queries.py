@@ -1,0 +1,58 @@
+"""Ad-hoc questions over an indexed collection: all pairs, rows like this one, status.
+
+Each is a thin call of a SQL function or view in the ``pgdedup`` schema (sql/0002), so what
+the CLI prints is what the same query in psql returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .collections import get
+from .db import PgdedupError, connect, resolve_dsn
+from .signer import sign_texts
+
+
+def pairs(name: str, *, threshold: float | None = None, dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
+    """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed."""
+    with connect(resolve_dsn(dsn)) as conn:
+        get(conn, name)
+        with conn.cursor(name="pgdedup_pairs") as cur:
+            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s)", (name, threshold))
+            yield from cur
+
+
+def similar(name: str, *, key: str | None = None, text: str | None = None, threshold: float | None = None,
+            limit: int = 10, dsn: str | None = None) -> list[tuple[str, float]]:
+    """Rows of collection ``name`` similar to the row with ``key``, or to ``text`` signed with the
+    collection's own parameters; most similar first."""
+    if (key is None) == (text is None):
+        raise PgdedupError("give exactly one of key or text")
+    with connect(resolve_dsn(dsn)) as conn:
+        coll = get(conn, name)
+        if key is not None:
+            return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
+                                (name, str(key), threshold, limit)).fetchall()
+        signed = sign_texts([text], coll.params)
+        if signed.feature_counts[0] == 0:
+            return []
+        return conn.execute("SELECT * FROM pgdedup.similar_to(%s, %s, %s, %s, %s)",
+                            (name, signed.signature(0).tolist(), signed.buckets[0].tolist(), threshold,
+                             limit)).fetchall()
+
+
+def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str, Any]]:
+    """One dict per collection (or just ``name``): parameters, rows indexed, duplicates, last runs."""
+    with connect(resolve_dsn(dsn)) as conn:
+        exists = conn.execute("SELECT to_regclass('pgdedup.status') IS NOT NULL").fetchone()[0]
+        if not exists:
+            if name:
+                raise PgdedupError(f"no collection named {name!r} (no pgdedup schema yet; run `pgdedup index` first)")
+            return []
+        if name:
+            get(conn, name)
+        with conn.cursor() as cur:
+            cur.execute("SELECT * FROM pgdedup.status WHERE %s::text IS NULL OR name = %s ORDER BY name", (name, name))
+            cols = [d.name for d in cur.description]
+            return [dict(zip(cols, row)) for row in cur]

@@ -1,0 +1,47 @@
+"""Test harness: one real PostgreSQL per test session, one fresh database per test.
+
+The server is ``PGDEDUP_TEST_DSN`` when set, else a throwaway cluster started by
+``pgdedup.localpg.LocalPostgres`` (which runs initdb/postgres as the ``postgres`` user when the
+suite runs as root, as CI does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from pgdedup.localpg import LocalPostgres
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> Iterator[str]:
+    explicit = os.environ.get("PGDEDUP_TEST_DSN")
+    if explicit:
+        yield explicit
+        return
+    with LocalPostgres() as pg:
+        yield pg.dsn
+
+
+@pytest.fixture
+def dsn(server_dsn: str) -> Iterator[str]:
+    """DSN of a new, empty database, dropped after the test."""
+    name = f"pgdedup_test_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield make_conninfo(server_dsn, dbname=name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c

@@ -1,0 +1,120 @@
+"""Bad input gets a clear error and loses nothing: missing names, hostile identifiers, odd text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import pgdedup
+from pgdedup import Params, PgdedupError, sign_texts
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pgdedup", *args], capture_output=True, text=True)
+
+
+def _schema_exists(conn) -> bool:
+    return conn.execute("SELECT to_regnamespace('pgdedup') IS NOT NULL").fetchone()[0]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["nosuchtable", "--key", "id", "--text", "body"], "table 'nosuchtable' does not exist"),
+    (["t", "--key", "nokey", "--text", "body"], "column 'nokey' does not exist in table public.t"),
+    (["t", "--key", "id", "--text", "body", "--text", "nobody"], "column 'nobody' does not exist"),
+    (["t", "--key", "score", "--text", "body"], "key column 'score' has type double precision"),
+])
+def test_missing_names_fail_cleanly(conn, dsn, args, message):
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text, score float8)")
+    conn.execute("INSERT INTO t VALUES (1, 'some text here', 1.5)")
+    proc = _cli("index", *args, "--dsn", dsn)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("pgdedup: error: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not _schema_exists(conn)  # nothing created
+    assert conn.execute("SELECT count(*), min(body) FROM t").fetchone() == (1, "some text here")
+
+
+def test_bad_connection_is_one_line(tmp_path):
+    proc = _cli("status", "--dsn", f"host={tmp_path} port=1 dbname=x connect_timeout=2")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("pgdedup: error: cannot connect to PostgreSQL")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_hostile_identifiers_are_quoted(conn, dsn):
+    conn.execute("CREATE TABLE y (keep int)")
+    conn.execute("INSERT INTO y VALUES (1)")
+    conn.execute('CREATE TABLE "x""; drop table y; --" ("id""--" int PRIMARY KEY, "te xt; drop table y" text)')
+    conn.execute('INSERT INTO "x""; drop table y; --" VALUES (1, %s), (2, %s), (3, %s)',
+                 ("one two three four five six seven", "one two three four five six seven", "other words"))
+    proc = _cli("index", 'x"; drop table y; --', "--key", 'id"--', "--text", "te xt; drop table y",
+                "--dsn", dsn, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "3 rows (3 signed" in proc.stdout
+    assert conn.execute("SELECT count(*) FROM y").fetchone()[0] == 1
+    assert conn.execute("SELECT source_table, key_column FROM pgdedup.collections").fetchone() == (
+        'x"; drop table y; --', 'id"--')
+    # the same table by quoted, qualified SQL syntax
+    again = pgdedup.index('public."x""; drop table y; --"', 'id"--', ["te xt; drop table y"], dsn=dsn, progress=False)
+    assert (again.name, again.signed, again.unchanged) == ('x"; drop table y; --', 0, 3)
+
+
+def test_null_empty_and_huge_texts(conn, dsn):
+    huge = " ".join(f"w{i % 50000}" for i in range(1_500_000))  # ~10 MB, a 50,000-token cycle
+    assert len(huge) > 10_000_000
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, a text, b text)")
+    conn.execute("INSERT INTO t VALUES (1, NULL, NULL), (2, '', ''), (3, '   \t\n ', NULL), (4, %s, NULL), "
+                 "(5, 'short', NULL)", (huge,))
+    result = pgdedup.index("t", "id", ["a", "b"], dsn=dsn, progress=False)
+    assert result.signed == 5
+    rows = {r[0]: r[1:] for r in conn.execute(
+        "SELECT row_key::int, feature_count, cardinality(signature), cardinality(buckets) FROM pgdedup.signatures")}
+    k, b = Params().num_perm, Params().bands
+    assert rows[1] == rows[2] == rows[3] == (0, 0, 0)
+    assert rows[4] == (50_000, k, b)  # the 5-grams of a cycle of 50,000 distinct tokens
+    assert rows[5] == (1, k, b)
+    assert conn.execute("SELECT count(DISTINCT row_id) FROM pgdedup.band_keys").fetchone()[0] == 2
+    assert conn.execute("SELECT length(a) FROM t WHERE id = 4").fetchone()[0] == len(huge)
+
+
+def test_odd_unicode(conn, dsn):
+    texts = {
+        1: "Ｆｕｌｌ　ｗｉｄｔｈ text with NBSP\u00a0here and more words",
+        2: "full width TEXT with nbsp here   and more words",
+        3: "cafe\u0301 déjà vu naïve façade coöperate résumé",
+        4: "café déjà vu naïve façade coöperate résumé",
+        5: "emoji 🎉🎉 party 👩‍👩‍👧 family 🇯🇵 flag time",
+        6: "日本語のテキストと English words 混在 한국어 문장",
+        7: "\u200b\ufeff zero width and bidi \u202e text \U0001d400\U0001d401",
+    }
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", list(texts.items()))
+    pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
+    stored = {r[0]: r[1:] for r in conn.execute(
+        "SELECT row_key::int, signature, text_hash, feature_count FROM pgdedup.signatures")}
+    assert stored[1] == stored[2]  # NFKC + casefold + whitespace make them the same text
+    assert stored[3] == stored[4]  # combining acute composes to é
+    expected = sign_texts([texts[i] for i in range(1, 8)])
+    for i in range(1, 8):
+        assert stored[i][0] == expected.signature(i - 1).tolist()
+        assert stored[i][2] == expected.feature_counts[i - 1] > 0
+    # 日 本 語 の テ キ ス ト と english words 混 在 한국어 문장: 15 tokens -> 11 shingles
+    assert stored[6][2] == 11
+
+
+def test_duplicate_keys_are_refused(conn, dsn):
+    conn.execute("CREATE TABLE t (id int, body text)")
+    conn.execute("INSERT INTO t VALUES (1, 'a b c'), (1, 'd e f'), (2, 'g h i')")
+    with pytest.raises(PgdedupError, match="key column 'id' of public.t is not unique"):
+        pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
+    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 3
+
+
+def test_null_keys_are_skipped_and_reported(conn, dsn):
+    conn.execute("CREATE TABLE t (id int UNIQUE, body text)")
+    conn.execute("INSERT INTO t VALUES (1, 'a b c'), (NULL, 'd e f'), (2, 'g h i')")
+    result = pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
+    assert (result.signed, result.null_keys) == (2, 1)
+    assert "1 rows with NULL key skipped" in result.summary()
