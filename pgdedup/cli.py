@@ -1,0 +1,177 @@
+"""The ``pgdedup`` command line: each subcommand is a thin layer over one Python API call.
+
+Errors meant for the user (missing table, bad parameters, SQL function exceptions) print one
+line ``pgdedup: error: ...`` and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from . import demo as demo_mod
+from .db import PgdedupError
+from .dedupe import dedupe
+from .loader import DEFAULT_CHUNK, index
+from .migrate import current_revision, migrate
+from .params import Params
+from .queries import pairs, similar, status
+
+DSN_HELP = "PostgreSQL connection string (default: $DATABASE_URL, else the libpq PG* environment)"
+
+
+def _add_dsn(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dsn", help=DSN_HELP)
+
+
+def _threshold(p: argparse.ArgumentParser, default_help: str) -> None:
+    p.add_argument("--threshold", type=float, help=f"Jaccard similarity threshold ({default_help})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pgdedup", description="Find near-duplicate rows of text inside PostgreSQL (MinHash + LSH).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="index and dedupe a sample feed_items table in a throwaway local PostgreSQL")
+    p.add_argument("--rows", type=int, default=demo_mod.DEFAULT_ROWS, help="sample rows (default %(default)s)")
+    p.add_argument("--keep", action="store_true", help="leave the server running and print its DSN")
+    p.add_argument("--dsn", help="use this database instead of starting a local server")
+
+    p = sub.add_parser("migrate", help="create or upgrade the pgdedup schema (alembic)")
+    p.add_argument("--revision", default="head", help="target revision (default: head)")
+    _add_dsn(p)
+
+    p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys")
+    p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified")
+    p.add_argument("--key", required=True, metavar="COLUMN", help="unique key column (integer, bigint, uuid, text)")
+    p.add_argument("--text", required=True, action="append", metavar="COLUMN",
+                   help="text column; repeat to join several with newlines (NULLs skipped)")
+    p.add_argument("--name", help="collection name (default: the table name)")
+    p.add_argument("--threshold", type=float, default=0.8, help="Jaccard threshold the bands are tuned for (default 0.8)")
+    p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
+    p.add_argument("--ngram", type=int, default=5, help="shingle size in units (default 5)")
+    p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
+    p.add_argument("--reindex", action="store_true", help="rebuild from scratch, also when settings changed")
+    p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, help="rows per chunk (default %(default)s)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_dsn(p)
+
+    p = sub.add_parser("dedupe", help="mark near-duplicates: duplicate_of = the kept row's key")
+    p.add_argument("name", metavar="NAME", help="collection name")
+    _threshold(p, "default: the collection's")
+    p.add_argument("--keep-order", metavar="ORDER", help='which row of a group is kept: "ORDER BY" list of '
+                   'source columns, e.g. "published_at, feed_item_id" (default: the key)')
+    p.add_argument("--column", default="duplicate_of", help="column to add/fill in the source table")
+    p.add_argument("--no-alter", action="store_true",
+                   help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
+    p.add_argument("--max-bucket", type=int, default=100, help="bucket size above which pairs are capped")
+    _add_dsn(p)
+
+    p = sub.add_parser("pairs", help="print every verified near-duplicate pair")
+    p.add_argument("name", metavar="NAME")
+    _threshold(p, "default: the collection's")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
+    _add_dsn(p)
+
+    p = sub.add_parser("similar", help="rows similar to a row (--key) or to a text (--text)")
+    p.add_argument("name", metavar="NAME")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--key", help="key of a row of the collection")
+    who.add_argument("--text", help="any text, signed with the collection's settings")
+    _threshold(p, "default: the collection's")
+    p.add_argument("--limit", type=int, default=10, help="at most this many rows (default 10)")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    _add_dsn(p)
+
+    p = sub.add_parser("status", help="collections, their parameters, rows indexed, duplicates, last runs")
+    p.add_argument("name", nargs="?", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    _add_dsn(p)
+    return parser
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _print_pairs(args: argparse.Namespace) -> None:
+    rows = pairs(args.name, threshold=args.threshold, dsn=args.dsn)
+    out = sys.stdout
+    if args.format == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["key_a", "key_b", "similarity"])
+        for a, b, s in rows:
+            writer.writerow([a, b, f"{s:.4f}"])
+        return
+    out.write("[")
+    for i, (a, b, s) in enumerate(rows):
+        out.write(("," if i else "") + "\n" + json.dumps({"key_a": a, "key_b": b, "similarity": s}))
+    out.write("\n]\n")
+
+
+def _print_status(args: argparse.Namespace) -> None:
+    rows = status(args.name, dsn=args.dsn)
+    if args.json:
+        print(json.dumps(rows, default=_json_default, indent=2))
+        return
+    if not rows:
+        print("no collections yet; run `pgdedup index TABLE --key COLUMN --text COLUMN`")
+    for r in rows:
+        print(f"{r['name']}: {r['source']} key {r['key_column']}, text {', '.join(r['text_columns'])}; "
+              f"{r['unit']} {r['ngram']}-grams, {r['num_perm']} perms, {r['bands']} bands × {r['rows_per_band']} rows, "
+              f"threshold {r['threshold']}; {r['rows_indexed']} rows indexed, {r['duplicates']} duplicates; "
+              f"indexed {r['indexed_at'] or 'never'}, deduped {r['deduped_at'] or 'never'}")
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.command == "demo":
+        demo_mod.run(rows=args.rows, keep=args.keep, dsn=args.dsn)
+    elif args.command == "migrate":
+        migrate(args.dsn or "", args.revision)
+        print(f"pgdedup schema at revision {current_revision(args.dsn or '')}")
+    elif args.command == "index":
+        params = Params(threshold=args.threshold, num_perm=args.num_perm, unit=args.unit, ngram=args.ngram)
+        result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
+                       dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None)
+        print(result.summary())
+    elif args.command == "dedupe":
+        print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
+                     alter=not args.no_alter, max_bucket=args.max_bucket, dsn=args.dsn).summary())
+    elif args.command == "pairs":
+        _print_pairs(args)
+    elif args.command == "similar":
+        rows = similar(args.name, key=args.key, text=args.text, threshold=args.threshold, limit=args.limit,
+                       dsn=args.dsn)
+        if args.json:
+            print(json.dumps([{"key": k, "similarity": s} for k, s in rows]))
+        else:
+            for k, s in rows:
+                print(f"{s:.4f}\t{k}")
+    elif args.command == "status":
+        _print_status(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except (PgdedupError, ValueError) as exc:
+        print(f"pgdedup: error: {exc}", file=sys.stderr)
+        return 1
+    except psycopg.Error as exc:
+        message = (exc.diag.message_primary if exc.diag and exc.diag.message_primary else str(exc)).strip()
+        print(f"pgdedup: error: {message.splitlines()[0] if message else type(exc).__name__}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
