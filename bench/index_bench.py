@@ -90,9 +90,10 @@ def run(dsn: str, sizes: list[int], seed: int, words: int) -> None:
         with psycopg.connect(dsn) as conn:
             sigs, bands = conn.execute("SELECT pg_total_relation_size('pgdedup.signatures'), "
                                        "pg_total_relation_size('pgdedup.band_keys')").fetchone()
-        lines.append(f"{n:>9} {load_s:>7.1f} {mb(src_bytes):>8} {r['seconds']:>8.1f} {r['signed'] / r['seconds']:>7.0f} "
-                     f"{r['cpu']:>8.1f} {r['base_kb'] / 1024:>11.1f} {r['peak_kb'] / 1024:>11.1f} {mb(sigs):>8} "
-                     f"{mb(bands):>8} {r['bands']}×{r['rows']:<3}")
+        rate = r["signed"] / r["seconds"]
+        lines.append(f"{n:>9} {load_s:>7.1f} {mb(src_bytes):>8} {r['seconds']:>8.1f} {rate:>7.0f} {r['cpu']:>8.1f} "
+                     f"{r['base_kb'] / 1024:>11.1f} {r['peak_kb'] / 1024:>11.1f} {mb(sigs):>8} {mb(bands):>8} "
+                     f"{r['bands']}×{r['rows']:<3}")
         print(f"  done {n} rows", file=sys.stderr, flush=True)
     print(head, *lines, sep="\n")
     print("base RSS: after importing pgdedup, before indexing; peak RSS: ru_maxrss of the index subprocess; "

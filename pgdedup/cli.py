@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", required=True, action="append", metavar="COLUMN",
                    help="text column; repeat to join several with newlines (NULLs skipped)")
     p.add_argument("--name", help="collection name (default: the table name)")
-    p.add_argument("--threshold", type=float, default=0.8, help="Jaccard threshold the bands are tuned for (default 0.8)")
+    p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
+    p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
+                   "candidates near the threshold at more verification cost (default: threshold - 0.15)")
     p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
     p.add_argument("--ngram", type=int, default=5, help="shingle size in units (default 5)")
     p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
@@ -129,7 +131,7 @@ def _print_status(args: argparse.Namespace) -> None:
     for r in rows:
         print(f"{r['name']}: {r['source']} key {r['key_column']}, text {', '.join(r['text_columns'])}; "
               f"{r['unit']} {r['ngram']}-grams, {r['num_perm']} perms, {r['bands']} bands × {r['rows_per_band']} rows, "
-              f"threshold {r['threshold']}; {r['rows_indexed']} rows indexed, {r['duplicates']} duplicates; "
+              f"threshold {r['threshold']} (bands tuned for {r['band_threshold']}); {r['rows_indexed']} rows indexed, {r['duplicates']} duplicates; "
               f"indexed {r['indexed_at'] or 'never'}, deduped {r['deduped_at'] or 'never'}")
 
 
@@ -140,7 +142,8 @@ def run(args: argparse.Namespace) -> None:
         migrate(args.dsn or "", args.revision)
         print(f"pgdedup schema at revision {current_revision(args.dsn or '')}")
     elif args.command == "index":
-        params = Params(threshold=args.threshold, num_perm=args.num_perm, unit=args.unit, ngram=args.ngram)
+        params = Params(threshold=args.threshold, band_threshold=args.band_threshold or 0.0, num_perm=args.num_perm,
+                        unit=args.unit, ngram=args.ngram)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None)
         print(result.summary())

@@ -11,7 +11,7 @@ from .db import PgdedupError, Source
 from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
-            "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, algorithm, rows_indexed, indexed_at")
+            "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold, algorithm, rows_indexed, indexed_at")
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,10 @@ class Collection:
 
 
 def _from_row(row: tuple) -> Collection:
-    (cid, name, nsp, rel, key, key_type, text_cols, unit, ngram, k, b, r, seed, threshold, algorithm,
-     rows_indexed, indexed_at) = row
-    params = Params(threshold=threshold, num_perm=k, unit=unit, ngram=ngram, seed=seed, bands=b, rows=r,
-                    algorithm=algorithm)
+    (cid, name, nsp, rel, key, key_type, text_cols, unit, ngram, k, b, r, seed, threshold, band_threshold,
+     algorithm, rows_indexed, indexed_at) = row
+    params = Params(threshold=threshold, band_threshold=band_threshold, num_perm=k, unit=unit, ngram=ngram,
+                    seed=seed, bands=b, rows=r, algorithm=algorithm)
     return Collection(cid, name, Source(nsp, rel, key, key_type, tuple(text_cols)), params, rows_indexed,
                       indexed_at)
 
@@ -68,12 +68,13 @@ def ensure(conn: psycopg.Connection, name: str, source: Source, params: Params, 
     existing = find(conn, name)
     values = (source.schema, source.table, source.key, source.key_type, list(source.text_columns),
               params.unit, params.ngram, params.num_perm, params.bands, params.rows, params.seed,
-              params.threshold, params.algorithm)
+              params.threshold, params.band_threshold, params.algorithm)
     if existing is None:
         conn.execute(
             """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
-                   text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, algorithm)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", (name, *values))
+                   text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold,
+                   algorithm)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", (name, *values))
         return get(conn, name)
     differences = _source_differences(existing.source, source) + existing.params.differences(params)
     if not reindex:
@@ -86,7 +87,7 @@ def ensure(conn: psycopg.Connection, name: str, source: Source, params: Params, 
     conn.execute(
         """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,
                key_type = %s, text_columns = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
-               rows_per_band = %s, seed = %s, threshold = %s, algorithm = %s, rows_indexed = 0,
+               rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
                indexed_at = NULL
            WHERE collection_id = %s""", (*values, existing.id))
     return get(conn, name)

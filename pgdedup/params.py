@@ -15,13 +15,24 @@ from .features import FeatureSpec, Unit
 #: older algorithm are detected and re-indexed instead of silently compared with new ones.
 ALGORITHM_VERSION = 1
 DEFAULT_SEED = 1
+#: Bands are tuned for ``threshold - BAND_SLACK`` by default. Candidates are verified against
+#: ``threshold`` afterwards, so a false candidate costs one signature comparison while a missed
+#: one is lost for good: at t = 0.8, k = 128 datasketch's 9 × 13 finds only 40 % of pairs with
+#: J = 0.8 and 69 % at J = 0.85; the 16 × 8 tuned for 0.65 finds 95 % and 99.4 %.
+BAND_SLACK = 0.15
 
 
 @dataclass(frozen=True)
 class Params:
-    """Signature and banding parameters; ``bands``/``rows`` default to the optimum for ``threshold``."""
+    """Signature and banding parameters.
+
+    ``threshold`` is the similarity a verified pair must reach; ``band_threshold`` (default
+    ``threshold - BAND_SLACK``) is the one the (bands, rows) optimisation is run for, unless
+    ``bands`` and ``rows`` are given explicitly.
+    """
 
     threshold: float = 0.8
+    band_threshold: float = 0.0
     num_perm: int = 128
     unit: Unit = "word"
     ngram: int = 5
@@ -36,8 +47,12 @@ class Params:
             raise ValueError(f"threshold must be between 0 and 1 (exclusive), not {self.threshold}")
         if not 8 <= self.num_perm <= 1024:
             raise ValueError(f"num_perm must be between 8 and 1024, not {self.num_perm}")
+        if not self.band_threshold:
+            object.__setattr__(self, "band_threshold", round(max(self.threshold - BAND_SLACK, 0.05), 6))
+        if not 0.0 < self.band_threshold <= self.threshold:
+            raise ValueError(f"band_threshold must be in (0, threshold], not {self.band_threshold}")
         if not self.bands or not self.rows:
-            b, r = optimal_bands(self.threshold, self.num_perm)
+            b, r = optimal_bands(self.band_threshold, self.num_perm)
             object.__setattr__(self, "bands", b)
             object.__setattr__(self, "rows", r)
         if self.bands * self.rows > self.num_perm:

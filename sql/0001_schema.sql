@@ -16,6 +16,7 @@ CREATE TABLE pgdedup.collections (
     rows_per_band   integer NOT NULL CHECK (rows_per_band > 0),
     seed            bigint NOT NULL,
     threshold       double precision NOT NULL CHECK (threshold > 0 AND threshold < 1),
+    band_threshold  double precision NOT NULL,  -- the threshold (bands, rows) were optimised for
     algorithm       integer NOT NULL,       -- version of the feature/signature algorithm
     rows_indexed    bigint NOT NULL DEFAULT 0,
     created_at      timestamptz NOT NULL DEFAULT now(),

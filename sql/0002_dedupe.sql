@@ -339,7 +339,7 @@ END $$;
 -- One row per collection: parameters, rows indexed, duplicates found, last runs.
 CREATE VIEW pgdedup.status AS
 SELECT c.name, format('%I.%I', c.source_schema, c.source_table) AS source, c.key_column, c.text_columns,
-       c.unit, c.ngram, c.num_perm, c.bands, c.rows_per_band, c.threshold, c.seed,
+       c.unit, c.ngram, c.num_perm, c.bands, c.rows_per_band, c.threshold, c.band_threshold, c.seed,
        c.rows_indexed, (SELECT count(*) FROM pgdedup.duplicates d WHERE d.collection_id = c.collection_id) AS duplicates,
        c.indexed_at,
        (SELECT max(finished_at) FROM pgdedup.runs r WHERE r.collection_id = c.collection_id AND r.kind = 'dedupe') AS deduped_at,
