@@ -1,0 +1,104 @@
+"""Each SQL function of the pgdedup schema, called from SQL as an analyst in psql would."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+import pgdedup
+from pgdedup import sign_texts
+
+BASE = " ".join(f"t{i}" for i in range(120))
+NEAR = BASE.replace("t60", "changed")  # one substitution: J = 110 / 122
+FAR = " ".join(f"u{i}" for i in range(120))
+
+
+@pytest.fixture
+def indexed(conn, dsn):
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO docs VALUES (%s, %s)",
+                              [(1, BASE), (2, NEAR), (3, FAR), (4, BASE), (5, None), (6, "")])
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    return conn.execute("SELECT pgdedup.collection_id('docs')").fetchone()[0]
+
+
+def one(conn, query: str, *args):
+    return conn.execute(query, args).fetchone()[0]
+
+
+def test_similarity_of_arrays(conn, dsn):
+    pgdedup.migrate(dsn)
+    assert one(conn, "SELECT pgdedup.similarity('{1,2,3,4}'::int[], '{1,2,0,4}'::int[])") == 0.75
+    assert one(conn, "SELECT pgdedup.similarity('{}'::int[], '{}'::int[])") == 0
+    assert one(conn, "SELECT pgdedup.similarity(NULL::int[], '{1}'::int[])") is None
+    with pytest.raises(psycopg.errors.RaiseException, match="different lengths"):
+        conn.execute("SELECT pgdedup.similarity('{1,2}'::int[], '{1}'::int[])")
+
+
+def test_similarity_by_key_matches_python(conn, indexed):
+    signed = sign_texts([BASE, NEAR])
+    expected = float((signed.signature(0) == signed.signature(1)).mean())
+    assert one(conn, "SELECT pgdedup.similarity('docs', '1', '2')") == pytest.approx(expected)
+    assert one(conn, "SELECT pgdedup.similarity('docs', '1', '4')") == 1.0
+    assert one(conn, "SELECT pgdedup.similarity('docs', '5', '6')") == 0.0  # empty texts: similar to nothing
+    with pytest.raises(psycopg.errors.RaiseException, match='no collection named "nope"'):
+        conn.execute("SELECT pgdedup.similarity('nope', '1', '2')")
+
+
+def test_representatives_and_candidates(conn, indexed):
+    reps = {r[0] for r in conn.execute("SELECT row_key FROM pgdedup.representatives(%s) r "
+                                       "JOIN pgdedup.signatures s USING (row_id)", (indexed,))}
+    assert reps == {"1", "2", "3"}  # 4 is an exact copy of 1; 5 and 6 are empty
+    pairs = conn.execute("SELECT a.row_key, b.row_key FROM pgdedup.candidate_pairs(%s) p "
+                         "JOIN pgdedup.signatures a ON a.row_id = p.row_a JOIN pgdedup.signatures b ON b.row_id = p.row_b",
+                         (indexed,)).fetchall()
+    assert pairs == [("1", "2")]
+    verified = conn.execute("SELECT similarity FROM pgdedup.verified_pairs(%s, 0.5)", (indexed,)).fetchall()
+    assert len(verified) == 1 and verified[0][0] == one(conn, "SELECT pgdedup.similarity('docs', '1', '2')")
+    assert conn.execute("SELECT * FROM pgdedup.verified_pairs(%s, 0.99)", (indexed,)).fetchall() == []
+
+
+def test_pairs_expand_exact_duplicates(conn, indexed):
+    rows = conn.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs('docs')").fetchall()
+    s12 = one(conn, "SELECT pgdedup.similarity('docs', '1', '2')")
+    assert rows == [("1", "2", s12), ("1", "4", 1.0), ("2", "4", s12)]
+
+
+def test_similar_and_similar_to(conn, indexed):
+    assert conn.execute("SELECT row_key FROM pgdedup.similar('docs', '1')").fetchall() == [("4",), ("2",)]
+    assert conn.execute("SELECT row_key FROM pgdedup.similar('docs', '1', 0.5, 1)").fetchall() == [("4",)]
+    assert conn.execute("SELECT * FROM pgdedup.similar('docs', '3')").fetchall() == []
+    with pytest.raises(psycopg.errors.RaiseException, match='no row with key "99"'):
+        conn.execute("SELECT * FROM pgdedup.similar('docs', '99')")
+    signed = sign_texts([NEAR])
+    got = conn.execute("SELECT row_key FROM pgdedup.similar_to('docs', %s, %s)",
+                       (signed.signature(0).tolist(), signed.buckets[0].tolist())).fetchall()
+    assert got == [("2",), ("1",), ("4",)]
+
+
+def test_keep_order_sql(conn, indexed):
+    assert one(conn, "SELECT pgdedup.keep_order_sql(%s, 'body desc nulls last')", indexed) == (
+        's.body DESC NULLS LAST, s.id ASC')
+    assert one(conn, "SELECT pgdedup.keep_order_sql(%s, NULL)", indexed) == "s.id ASC"
+    for bad in ("body; drop table docs", "missing", "body sideways"):
+        with pytest.raises(psycopg.errors.RaiseException, match="keep order"):
+            conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (indexed, bad))
+
+
+def test_find_mark_view_and_status(conn, indexed):
+    assert conn.execute("SELECT * FROM pgdedup.find_duplicates('docs')").fetchone() == (6, 2, 1)
+    assert conn.execute("SELECT row_key, duplicate_of FROM pgdedup.duplicates ORDER BY 1").fetchall() == [
+        ("2", "1"), ("4", "1")]
+    assert one(conn, "SELECT to_regclass('public.docs') IS NOT NULL")
+    assert conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attname = "
+                        "'duplicate_of'").fetchall() == []
+    assert one(conn, "SELECT pgdedup.create_duplicates_view('docs')") == "pgdedup.docs_duplicates"
+    assert conn.execute("SELECT id, duplicate_of FROM pgdedup.docs_duplicates ORDER BY id").fetchall() == [
+        (1, None), (2, 1), (3, None), (4, 1), (5, None), (6, None)]
+    assert conn.execute("SELECT * FROM pgdedup.mark_duplicates('docs', p_keep_order => 'id desc')").fetchone() == (
+        6, 2, 1)
+    assert conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall() == [
+        (1, 4), (2, 4), (3, None), (4, None), (5, None), (6, None)]
+    status = conn.execute("SELECT name, rows_indexed, duplicates, last_dedupe->>'duplicates' FROM pgdedup.status"
+                          ).fetchone()
+    assert status == ("docs", 6, 2, "2")
