@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
     p.add_argument("--reindex", action="store_true", help="rebuild from scratch, also when settings changed")
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, help="rows per chunk (default %(default)s)")
+    p.add_argument("--workers", type=int, help="worker processes, each signing one key range "
+                   "(default: one per core, at most one per 25,000 rows)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_dsn(p)
 
@@ -145,7 +147,8 @@ def run(args: argparse.Namespace) -> None:
         params = Params(threshold=args.threshold, band_threshold=args.band_threshold or 0.0, num_perm=args.num_perm,
                         unit=args.unit, ngram=args.ngram)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
-                       dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None)
+                       dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
+                       workers=args.workers)
         print(result.summary())
     elif args.command == "dedupe":
         print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,

@@ -11,13 +11,12 @@ whole chunk: n vector steps, whatever the number of documents or shingles.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 from typing import Literal
 
 import numpy as np
 
-from .hashing import mix64, seeded, token_hashes
-from .normalise import tokens
+from .hashing import mix64, seeded, word_hashes
+from .normalise import spaced
 
 Unit = Literal["word", "char"]
 
@@ -96,9 +95,7 @@ def _shingles(units: np.ndarray, lengths: np.ndarray, n: int) -> Features:
 def features(normalised_texts: list[str], spec: FeatureSpec, seed: int) -> Features:
     """Shingle hashes of already normalised texts (see ``normalise.normalise``)."""
     if spec.unit == "word":
-        docs = [tokens(t) for t in normalised_texts]
-        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        units = token_hashes(list(chain.from_iterable(docs)), seed)
+        units, lengths = word_hashes([spaced(t) for t in normalised_texts], seed)
     else:
         encoded = [t.encode("utf-32-le") for t in normalised_texts]
         lengths = np.fromiter((len(b) // 4 for b in encoded), dtype=np.int64, count=len(encoded))

@@ -9,18 +9,22 @@ where the last run stopped. Source rows are only ever read.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+import queue
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from . import collections, copybin
+from . import collections, copybin, hashing
 from .db import PgdedupError, Source, connect, resolve_dsn, resolve_source
 from .migrate import migrate
 from .params import Params
@@ -61,16 +65,34 @@ def _text_sql(source: Source) -> sql.Composed:
         sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
 
 
-def _stream_query(source: Source, collection_id: int) -> sql.Composed:
-    """New and changed rows (key, existing row id, md5, text columns), in key order."""
+def _stream_query(source: Source, collection_id: int, lo: str | None, hi: str | None) -> sql.Composed:
+    """New and changed rows (key, existing row id, md5, text columns) with lo <= key < hi, in key order."""
     key = sql.Identifier(source.key)
     md5 = sql.SQL("md5({})::uuid").format(_text_sql(source))
+    cast = sql.SQL(source.key_type)  # one of db.KEY_TYPES, checked against the catalog
+    bounds = sql.SQL("")
+    if lo is not None:
+        bounds += sql.SQL(" AND s.{} >= {}::{}").format(key, sql.Literal(lo), cast)
+    if hi is not None:
+        bounds += sql.SQL(" AND s.{} < {}::{}").format(key, sql.Literal(hi), cast)
     return sql.SQL(
         "SELECT s.{key}::text, g.row_id, {md5}, {cols} FROM {table} s "
         "LEFT JOIN pgdedup.signatures g ON g.collection_id = {cid} AND g.row_key = s.{key}::text "
-        "WHERE s.{key} IS NOT NULL AND (g.row_id IS NULL OR g.source_md5 <> {md5}) ORDER BY s.{key}"
-    ).format(key=key, md5=md5, table=source.table_sql, cid=sql.Literal(collection_id),
+        "WHERE s.{key} IS NOT NULL AND (g.row_id IS NULL OR g.source_md5 <> {md5}){bounds} ORDER BY s.{key}"
+    ).format(key=key, md5=md5, table=source.table_sql, cid=sql.Literal(collection_id), bounds=bounds,
              cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
+
+
+def _key_ranges(conn: psycopg.Connection, source: Source, parts: int) -> list[tuple[str | None, str | None]]:
+    """``parts`` key ranges [lo, hi) of about equal row counts (quantiles of the key)."""
+    if parts <= 1:
+        return [(None, None)]
+    cuts = conn.execute(
+        sql.SQL("SELECT percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY {k})::text[] FROM {t}")
+        .format(k=sql.Identifier(source.key), t=source.table_sql),
+        ([i / parts for i in range(1, parts)],)).fetchone()[0] or []
+    edges: list[str | None] = [None, *dict.fromkeys(c for c in cuts if c is not None), None]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: int) -> int:
@@ -86,13 +108,13 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
     """Sign one chunk and store it in one transaction (old versions of changed rows replaced)."""
     texts = ["\n".join(c for c in r[3:] if c is not None) for r in rows]
     signed = sign_texts(texts, params)
+    keys = [r[0] for r in rows]
+    row_ids = hashing.row_ids(keys)
     existing = [r[1] for r in rows if r[1] is not None]
     with conn.transaction():
         if existing:
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, existing))
-        fresh = iter(r[0] for r in conn.execute("SELECT pgdedup.new_row_ids(%s)", (len(rows) - len(existing),)))
-        row_ids = np.array([r[1] if r[1] is not None else next(fresh) for r in rows], dtype=np.int64)
-        stream = copybin.signatures(collection_id, [r[0] for r in rows], row_ids, [r[2] for r in rows],
+        stream = copybin.signatures(collection_id, keys, row_ids, [r[2] for r in rows],
                                     signed.text_hashes, signed.feature_counts, signed.signatures, signed.buckets)
         with conn.cursor().copy(
                 "COPY pgdedup.signatures (collection_id, row_id, source_md5, text_hash, feature_count, "
@@ -104,12 +126,63 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
             copy.write(copybin.band_keys(collection_id, row_ids[keep], signed.buckets[keep]))
 
 
+def _sign_range(dsn: str, collection_id: int, source: Source, params: Params, lo: str | None, hi: str | None,
+                chunk_size: int, report: Callable[[int], object]) -> int:
+    """Stream, sign and store the new/changed rows of one key range; returns rows signed."""
+    signed = 0
+    with connect(dsn, autocommit=True) as writer, connect(dsn) as reader, \
+            reader.cursor(name="pgdedup_index") as cur:
+        cur.itersize = chunk_size
+        cur.execute(_stream_query(source, collection_id, lo, hi))
+        while rows := cur.fetchmany(chunk_size):
+            try:
+                _write_chunk(writer, collection_id, rows, params)
+            except psycopg.errors.UniqueViolation as exc:
+                what = ("two keys hash to the same row id (xxh3 collision); please report it"
+                        if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
+                raise PgdedupError(f"key column {source.key!r} of {source.label}: {what} "
+                                   f"({exc.diag.message_detail or 'duplicate key'})") from exc
+            signed += len(rows)
+            report(len(rows))
+    return signed
+
+
+def _worker(args: tuple, progress: "mp.Queue[int]") -> int:
+    """Entry point of a worker process: one key range."""
+    return _sign_range(*args, report=progress.put)
+
+
+def _sign_parallel(dsn: str, coll_id: int, source: Source, params: Params,
+                   ranges: list[tuple[str | None, str | None]], chunk_size: int, bar: tqdm) -> int:
+    """Sign key ranges in worker processes (spawned: no connection is shared across a fork)."""
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ProcessPoolExecutor(len(ranges), mp_context=ctx) as pool:
+        progress = manager.Queue()
+        futures = [pool.submit(_worker, (dsn, coll_id, source, params, lo, hi, chunk_size), progress)
+                   for lo, hi in ranges]
+        while not all(f.done() for f in futures):
+            try:
+                bar.update(progress.get(timeout=0.2))
+            except queue.Empty:
+                pass
+        while not progress.empty():
+            bar.update(progress.get())
+        return sum(f.result() for f in futures)
+
+
+def default_workers(rows: int) -> int:
+    """One worker per core, but no more than one per 25,000 rows (a process costs ~1 s to start)."""
+    return max(1, min(os.cpu_count() or 1, rows // 25_000))
+
+
 def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str | None = None,
           schema: str | None = None, params: Params | None = None, reindex: bool = False,
-          dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK, progress: bool | None = None) -> IndexResult:
+          dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK, progress: bool | None = None,
+          workers: int | None = None) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
 
-    ``progress`` None shows a progress bar when stderr is a terminal.
+    ``workers`` processes each sign one key range (default: ``default_workers``); results do
+    not depend on it. ``progress`` None shows a progress bar when stderr is a terminal.
     """
     params = params or Params()
     dsn = resolve_dsn(dsn)
@@ -127,21 +200,14 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
         source_rows, null_keys = writer.execute(
             sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
             .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
-        signed = 0
         show = sys.stderr.isatty() if progress is None else progress
         total = source_rows if coll.rows_indexed == 0 else None
-        with reader.cursor(name="pgdedup_index") as cur, \
-                tqdm(total=total, unit="rows", desc=f"indexing {name}", disable=not show, file=sys.stderr) as bar:
-            cur.itersize = chunk_size
-            cur.execute(_stream_query(source, coll.id))
-            while rows := cur.fetchmany(chunk_size):
-                try:
-                    _write_chunk(writer, coll.id, rows, coll.params)
-                except psycopg.errors.UniqueViolation as exc:
-                    raise PgdedupError(f"key column {source.key!r} of {source.label} is not unique "
-                                       f"({exc.diag.message_detail or 'duplicate key'})") from exc
-                signed += len(rows)
-                bar.update(len(rows))
+        ranges = _key_ranges(writer, source, workers if workers else default_workers(source_rows))
+        with tqdm(total=total, unit="rows", desc=f"indexing {name}", disable=not show, file=sys.stderr) as bar:
+            if len(ranges) == 1:
+                signed = _sign_range(dsn, coll.id, source, coll.params, None, None, chunk_size, bar.update)
+            else:
+                signed = _sign_parallel(dsn, coll.id, source, coll.params, ranges, chunk_size, bar)
         seconds = time.perf_counter() - t0
         result = IndexResult(name, source_rows, signed, removed, seconds, coll.params, null_keys)
         result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,

@@ -42,8 +42,14 @@ def normalise(text: str | None) -> str:
     return " ".join(text.casefold().split())
 
 
+def spaced(normalised: str) -> str:
+    """The normalised text with spaces around every spaceless-script character, so that its
+    tokens are exactly its space-separated words (runs of spaces may occur)."""
+    if not normalised.isascii() and _SPACELESS.search(normalised):
+        return _SPACELESS.sub(r" \g<0> ", normalised)
+    return normalised
+
+
 def tokens(normalised: str) -> list[str]:
     """Step 3: the tokens of an already normalised text."""
-    if not normalised.isascii() and _SPACELESS.search(normalised):
-        return _SPACELESS.sub(r" \g<0> ", normalised).split()
-    return normalised.split()
+    return spaced(normalised).split()

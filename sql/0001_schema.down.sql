@@ -1,8 +1,6 @@
 -- Undo 0001. The schema itself stays: it holds the migration version table.
-DROP FUNCTION pgdedup.new_row_ids(integer);
 DROP FUNCTION pgdedup.forget_rows(integer, bigint[]);
 DROP TABLE pgdedup.runs;
 DROP TABLE pgdedup.band_keys;
 DROP TABLE pgdedup.signatures;
-DROP SEQUENCE pgdedup.row_ids;
 DROP TABLE pgdedup.collections;

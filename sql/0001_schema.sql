@@ -24,13 +24,10 @@ CREATE TABLE pgdedup.collections (
     CHECK (bands * rows_per_band <= num_perm)
 );
 
--- Surrogate row ids keep the band table narrow whatever the source key type.
-CREATE SEQUENCE pgdedup.row_ids AS bigint;
-
 CREATE TABLE pgdedup.signatures (
     collection_id   integer NOT NULL REFERENCES pgdedup.collections ON DELETE CASCADE,
     row_key         text NOT NULL,          -- the source key, as text
-    row_id          bigint NOT NULL,
+    row_id          bigint NOT NULL,        -- xxh3 of row_key: narrow band table, same id whoever signs the row
     source_md5      uuid NOT NULL,          -- md5 of the raw source text: change detection on the server
     text_hash       bigint NOT NULL,        -- xxh3 of the normalised text: exact duplicates
     feature_count   integer NOT NULL,       -- size of the feature set; 0 = empty text, matches nothing
@@ -44,7 +41,7 @@ CREATE TABLE pgdedup.band_keys (
     collection_id   integer NOT NULL,
     band            smallint NOT NULL,      -- 0-based
     bucket          bigint NOT NULL,
-    row_id          bigint NOT NULL,
+    row_id          bigint NOT NULL,        -- xxh3 of row_key: narrow band table, same id whoever signs the row
     PRIMARY KEY (collection_id, band, bucket, row_id)
 );
 
@@ -75,7 +72,3 @@ LANGUAGE sql AS $$
     )
     SELECT count(*) FROM gone;
 $$;
-
--- Allocate n new row ids at once.
-CREATE FUNCTION pgdedup.new_row_ids(n integer) RETURNS SETOF bigint
-LANGUAGE sql AS $$ SELECT nextval('pgdedup.row_ids') FROM generate_series(1, n) $$;

@@ -123,3 +123,21 @@ def test_crash_midway_resumes(conn, dsn):
     stored = _stored(conn, "t")
     assert all(stored[str(i)][0] == expected.signature(i).tolist() for i in range(50))
     assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 50
+
+
+def test_workers_store_identical_results(conn, dsn):
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    dumps = []
+    for workers, name in ((1, "one"), (2, "two"), (3, "three")):
+        result = pgdedup.index("t", "id", ["body"], name=name, dsn=dsn, workers=workers, chunk_size=40,
+                               progress=False)
+        assert result.signed == 300
+        dumps.append((
+            conn.execute("SELECT row_key, row_id, signature, buckets, text_hash FROM pgdedup.signatures s "
+                         "JOIN pgdedup.collections USING (collection_id) WHERE name = %s ORDER BY row_key",
+                         (name,)).fetchall(),
+            conn.execute("SELECT band, bucket, row_id FROM pgdedup.band_keys b JOIN pgdedup.collections "
+                         "USING (collection_id) WHERE name = %s ORDER BY 1, 2, 3", (name,)).fetchall()))
+    assert len(dumps[0][0]) == 300 and len(dumps[0][1]) == 300 * Params().bands
+    assert dumps[0] == dumps[1] == dumps[2]
