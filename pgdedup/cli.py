@@ -35,6 +35,12 @@ def _threshold(p: argparse.ArgumentParser, default_help: str) -> None:
     p.add_argument("--threshold", type=float, help=f"Jaccard similarity threshold ({default_help})")
 
 
+def _verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verify", choices=("estimate", "exact"), default="estimate",
+                   help="keep pairs by signature estimate (default), or re-check candidates with exact "
+                        "Jaccard from the source text (precision 1.0, reads the text again)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pgdedup", description="Find near-duplicate rows of text inside PostgreSQL (MinHash + LSH).")
@@ -77,12 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-alter", action="store_true",
                    help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
     p.add_argument("--max-bucket", type=int, default=100, help="bucket size above which pairs are capped")
+    _verify(p)
     _add_dsn(p)
 
     p = sub.add_parser("pairs", help="print every verified near-duplicate pair")
     p.add_argument("name", metavar="NAME")
     _threshold(p, "default: the collection's")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
+    _verify(p)
     _add_dsn(p)
 
     p = sub.add_parser("similar", help="rows similar to a row (--key) or to a text (--text)")
@@ -109,7 +117,7 @@ def _json_default(value: Any) -> Any:
 
 
 def _print_pairs(args: argparse.Namespace) -> None:
-    rows = pairs(args.name, threshold=args.threshold, dsn=args.dsn)
+    rows = pairs(args.name, threshold=args.threshold, verify=args.verify, dsn=args.dsn)
     out = sys.stdout
     if args.format == "csv":
         writer = csv.writer(out, lineterminator="\n")
@@ -152,7 +160,7 @@ def run(args: argparse.Namespace) -> None:
         print(result.summary())
     elif args.command == "dedupe":
         print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
-                     alter=not args.no_alter, max_bucket=args.max_bucket, dsn=args.dsn).summary())
+                     alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, dsn=args.dsn).summary())
     elif args.command == "pairs":
         _print_pairs(args)
     elif args.command == "similar":

@@ -55,6 +55,19 @@ class Source:
     def label(self) -> str:
         return f"{self.schema}.{self.table}"
 
+    @property
+    def text_sql(self) -> sql.Composed:
+        """A row's text over alias ``s``: its text columns joined by a newline, NULLs skipped
+        (exactly what the Python side joins, so md5s and re-read texts agree)."""
+        return sql.SQL("concat_ws(E'\\n', {})").format(
+            sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in self.text_columns))
+
+    @property
+    def key_cast(self) -> sql.SQL:
+        """The key's type, to cast stored text keys back (so the source's own key index is usable)."""
+        assert self.key_type in KEY_TYPES
+        return sql.SQL(self.key_type)
+
 
 def find_table(conn: psycopg.Connection, table: str, schema: str | None = None) -> tuple[str, str]:
     """(schema, table) of a table given literally, or as ``schema.table`` / quoted SQL syntax.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .collections import get
 from .db import connect, resolve_dsn
+from .exact import verify_exact
 
 
 @dataclass
@@ -31,25 +32,29 @@ class DedupeResult:
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
            column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100,
-           dsn: str | None = None) -> DedupeResult:
+           verify: str = "estimate", dsn: str | None = None) -> DedupeResult:
     """Mark near-duplicates of collection ``name``.
 
     ``alter=True`` adds/fills ``column`` in the source table (NULL = kept, else the kept row's key);
     ``alter=False`` leaves the source table alone and writes ``pgdedup.duplicates`` plus a view
     ``pgdedup."<name>_duplicates"`` of the source rows with their marks.
     ``keep_order`` is an ORDER BY list of source columns (e.g. ``"published_at, feed_item_id"``);
-    the first row of a group in that order is kept. One transaction: all marks or none.
+    the first row of a group in that order is kept. ``verify="exact"`` re-checks candidates
+    with exact Jaccard from the source text first (see ``exact``). One transaction: all marks
+    or none.
     """
     t0 = time.perf_counter()
     with connect(resolve_dsn(dsn)) as conn:
         coll = get(conn, name)
+        if verify == "exact":
+            verify_exact(conn, coll, threshold, max_bucket)
         if alter:
-            row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s)",
-                               (name, threshold, keep_order, column, max_bucket)).fetchone()
+            row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
+                               (name, threshold, keep_order, column, max_bucket, verify)).fetchone()
             where = f"{coll.source.label}.{column}"
         else:
-            row = conn.execute("SELECT * FROM pgdedup.find_duplicates(%s, %s, %s, %s)",
-                               (name, threshold, keep_order, max_bucket)).fetchone()
+            row = conn.execute("SELECT * FROM pgdedup.find_duplicates(%s, %s, %s, %s, %s)",
+                               (name, threshold, keep_order, max_bucket, verify)).fetchone()
             where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
         conn.commit()
     return DedupeResult(name, row[0], row[1], row[2], time.perf_counter() - t0, where)

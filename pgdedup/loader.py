@@ -59,17 +59,11 @@ class IndexResult:
                 f"{self.params.bands} bands × {self.params.rows} rows")
 
 
-def _text_sql(source: Source) -> sql.Composed:
-    """The row's text: its text columns joined by a newline, NULL columns skipped (as in Python)."""
-    return sql.SQL("concat_ws(E'\\n', {})").format(
-        sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
-
-
 def _stream_query(source: Source, collection_id: int, lo: str | None, hi: str | None) -> sql.Composed:
     """New and changed rows (key, existing row id, md5, text columns) with lo <= key < hi, in key order."""
     key = sql.Identifier(source.key)
-    md5 = sql.SQL("md5({})::uuid").format(_text_sql(source))
-    cast = sql.SQL(source.key_type)  # one of db.KEY_TYPES, checked against the catalog
+    md5 = sql.SQL("md5({})::uuid").format(source.text_sql)
+    cast = source.key_cast
     bounds = sql.SQL("")
     if lo is not None:
         bounds += sql.SQL(" AND s.{} >= {}::{}").format(key, sql.Literal(lo), cast)

@@ -11,15 +11,22 @@ from typing import Any
 
 from .collections import get
 from .db import PgdedupError, connect, resolve_dsn
+from .exact import verify_exact
 from .signer import sign_texts
 
 
-def pairs(name: str, *, threshold: float | None = None, dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
-    """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed."""
+def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate",
+          dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
+    """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
+
+    ``verify="exact"`` re-checks candidates against the source text; similarities are then exact.
+    """
     with connect(resolve_dsn(dsn)) as conn:
-        get(conn, name)
+        coll = get(conn, name)
+        if verify == "exact":
+            verify_exact(conn, coll, threshold)
         with conn.cursor(name="pgdedup_pairs") as cur:
-            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s)", (name, threshold))
+            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s)", (name, threshold, verify))
             yield from cur
 
 

@@ -10,6 +10,16 @@ CREATE TABLE pgdedup.duplicates (
     PRIMARY KEY (collection_id, row_key)
 );
 
+-- Pairs of representatives re-checked with exact Jaccard from the source text (filled by the
+-- Python side, which reads and re-shingles the text: `pgdedup dedupe/pairs --verify exact`).
+CREATE TABLE pgdedup.exact_pairs (
+    collection_id   integer NOT NULL REFERENCES pgdedup.collections ON DELETE CASCADE,
+    row_a           bigint NOT NULL,
+    row_b           bigint NOT NULL,
+    similarity      double precision NOT NULL,  -- exact Jaccard of the feature sets
+    PRIMARY KEY (collection_id, row_a, row_b)
+);
+
 -- Estimated Jaccard similarity of two signatures: the fraction of agreeing positions.
 -- An empty signature (empty feature set) is similar to nothing.
 CREATE FUNCTION pgdedup.similarity(a integer[], b integer[]) RETURNS double precision
@@ -68,33 +78,55 @@ $$;
 -- Candidate pairs (row_a < row_b) of representatives sharing a bucket in at least one band.
 -- A bucket of m members yields all m(m-1)/2 pairs when m <= p_max_bucket; a larger bucket
 -- (boilerplate shared by thousands of rows) pairs each member with the bucket's first
--- p_max_bucket members only, so its cost is O(m · p_max_bucket), never quadratic. True
--- near-duplicates in such a bucket almost always also meet in a smaller bucket of another band.
-CREATE FUNCTION pgdedup.candidate_pairs(p_collection_id integer, p_max_bucket integer DEFAULT 100)
+-- p_max_bucket members only ("leaders"), so its cost is O(m · p_max_bucket), never quadratic.
+-- Leaders are the lowest row ids, or with p_ranked the earliest texts in keep order (from the
+-- temp table pgdedup_rank that find_duplicates builds): those are the rows dedupe keeps, so
+-- every other member still gets its edge to a kept row.
+CREATE FUNCTION pgdedup.candidate_pairs(p_collection_id integer, p_max_bucket integer DEFAULT 100,
+                                        p_ranked boolean DEFAULT false)
 RETURNS TABLE (row_a bigint, row_b bigint)
-LANGUAGE sql STABLE AS $$
-    WITH buckets AS (
-        SELECT array_agg(b.row_id ORDER BY b.row_id) AS ids
-        FROM pgdedup.band_keys b
-        JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = b.row_id
-        WHERE b.collection_id = p_collection_id
-        GROUP BY b.band, b.bucket
-        HAVING count(*) > 1
-    )
-    SELECT DISTINCT ids[i], ids[j]
-    FROM buckets,
-         generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
-         generate_series(i + 1, cardinality(ids)) AS j
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_ranked THEN
+        RETURN QUERY
+        WITH buckets AS (
+            SELECT array_agg(r.row_id ORDER BY k.rnk, r.row_id) AS ids
+            FROM pgdedup.band_keys b
+            JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = b.row_id
+            JOIN pg_temp.pgdedup_rank k ON k.text_hash = r.text_hash
+            WHERE b.collection_id = p_collection_id
+            GROUP BY b.band, b.bucket
+            HAVING count(*) > 1
+        )
+        SELECT DISTINCT least(ids[i], ids[j]), greatest(ids[i], ids[j])
+        FROM buckets,
+             generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
+             generate_series(i + 1, cardinality(ids)) AS j;
+    ELSE
+        RETURN QUERY
+        WITH buckets AS (
+            SELECT array_agg(b.row_id ORDER BY b.row_id) AS ids
+            FROM pgdedup.band_keys b
+            JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = b.row_id
+            WHERE b.collection_id = p_collection_id
+            GROUP BY b.band, b.bucket
+            HAVING count(*) > 1
+        )
+        SELECT DISTINCT ids[i], ids[j]
+        FROM buckets,
+             generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
+             generate_series(i + 1, cardinality(ids)) AS j;
+    END IF;
+END $$;
 
 -- Candidate pairs whose estimated similarity is >= p_threshold (default: the collection's).
 CREATE FUNCTION pgdedup.verified_pairs(p_collection_id integer, p_threshold double precision DEFAULT NULL,
-                                       p_max_bucket integer DEFAULT 100)
+                                       p_max_bucket integer DEFAULT 100, p_ranked boolean DEFAULT false)
 RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
 LANGUAGE sql STABLE AS $$
     SELECT * FROM (
         SELECT p.row_a, p.row_b, pgdedup.similarity(a.signature, b.signature) AS similarity
-        FROM pgdedup.candidate_pairs(p_collection_id, p_max_bucket) p
+        FROM pgdedup.candidate_pairs(p_collection_id, p_max_bucket, p_ranked) p
         JOIN pgdedup.signatures a ON a.collection_id = p_collection_id AND a.row_id = p.row_a
         JOIN pgdedup.signatures b ON b.collection_id = p_collection_id AND b.row_id = p.row_b
     ) v
@@ -102,10 +134,34 @@ LANGUAGE sql STABLE AS $$
         (SELECT c.threshold FROM pgdedup.collections c WHERE c.collection_id = p_collection_id))
 $$;
 
+-- The edges dedupe and pairs work with: verified pairs of representatives, by estimate
+-- (p_verify 'estimate') or from pgdedup.exact_pairs (p_verify 'exact').
+CREATE FUNCTION pgdedup.edges(p_collection_id integer, p_threshold double precision DEFAULT NULL,
+                              p_max_bucket integer DEFAULT 100, p_verify text DEFAULT 'estimate',
+                              p_ranked boolean DEFAULT false)
+RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    t double precision := coalesce(p_threshold,
+        (SELECT c.threshold FROM pgdedup.collections c WHERE c.collection_id = p_collection_id));
+BEGIN
+    IF p_verify = 'estimate' THEN
+        RETURN QUERY SELECT * FROM pgdedup.verified_pairs(p_collection_id, t, p_max_bucket, p_ranked);
+    ELSIF p_verify = 'exact' THEN
+        RETURN QUERY SELECT e.row_a, e.row_b, e.similarity FROM pgdedup.exact_pairs e
+                     WHERE e.collection_id = p_collection_id AND e.similarity >= t;
+    ELSE
+        RAISE EXCEPTION 'pgdedup: verify must be estimate or exact, not "%"', p_verify;
+    END IF;
+END $$;
+
 -- Every pair of rows (by key) with estimated similarity >= the threshold: verified pairs of
 -- representatives expanded to all rows with their texts, plus exact duplicates (similarity 1).
 -- An exact-duplicate group of g rows yields g(g-1)/2 pairs: the answer is quadratic by nature.
-CREATE FUNCTION pgdedup.pairs(p_collection text, p_threshold double precision DEFAULT NULL)
+-- Each pair is listed once, key_a < key_b (as text), ordered by key_a, key_b.
+CREATE FUNCTION pgdedup.pairs(p_collection text, p_threshold double precision DEFAULT NULL,
+                              p_verify text DEFAULT 'estimate')
 RETURNS TABLE (key_a text, key_b text, similarity double precision)
 LANGUAGE sql STABLE AS $$
     WITH c AS (SELECT pgdedup.collection_id(p_collection) AS id),
@@ -116,7 +172,7 @@ LANGUAGE sql STABLE AS $$
     ),
     near AS (
         SELECT ma.row_id AS ra, ma.row_key AS ka, mb.row_id AS rb, mb.row_key AS kb, v.similarity
-        FROM c, pgdedup.verified_pairs(c.id, p_threshold) v
+        FROM c, pgdedup.edges(c.id, p_threshold, 100, p_verify, false) v
         JOIN members ma ON ma.rep = v.row_a
         JOIN members mb ON mb.rep = v.row_b
     ),
@@ -124,7 +180,7 @@ LANGUAGE sql STABLE AS $$
         SELECT a.row_id AS ra, a.row_key AS ka, b.row_id AS rb, b.row_key AS kb, 1.0::double precision
         FROM members a JOIN members b ON a.rep = b.rep AND a.row_id < b.row_id
     )
-    SELECT CASE WHEN ra < rb THEN ka ELSE kb END, CASE WHEN ra < rb THEN kb ELSE ka END, similarity
+    SELECT least(ka, kb), greatest(ka, kb), similarity
     FROM (SELECT * FROM near UNION ALL SELECT * FROM exact) p
     ORDER BY 1, 2
 $$;
@@ -207,7 +263,8 @@ END $$;
 -- duplicate, and nothing chains through non-transitive links. Results go to pgdedup.duplicates.
 -- Returns (rows examined, duplicates, groups).
 CREATE FUNCTION pgdedup.find_duplicates(p_collection text, p_threshold double precision DEFAULT NULL,
-                                        p_keep_order text DEFAULT NULL, p_max_bucket integer DEFAULT 100)
+                                        p_keep_order text DEFAULT NULL, p_max_bucket integer DEFAULT 100,
+                                        p_verify text DEFAULT 'estimate')
 RETURNS TABLE (rows_examined bigint, duplicates bigint, groups bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -224,27 +281,32 @@ BEGIN
     -- serialise concurrent runs on one collection
     PERFORM pg_advisory_xact_lock(1885824100, cid);
 
-    DROP TABLE IF EXISTS pg_temp.pgdedup_edges, pg_temp.pgdedup_walk, pg_temp.pgdedup_kept, pg_temp.pgdedup_marks;
+    DROP TABLE IF EXISTS pg_temp.pgdedup_rows, pg_temp.pgdedup_rank, pg_temp.pgdedup_edges,
+        pg_temp.pgdedup_walk, pg_temp.pgdedup_kept, pg_temp.pgdedup_marks;
+    -- every non-empty row ranked by the keep order, and each text by its earliest row
+    EXECUTE format(
+        'CREATE TEMP TABLE pgdedup_rows ON COMMIT DROP AS
+         SELECT g.row_id, g.row_key, g.text_hash, row_number() OVER (ORDER BY %s) AS rnk
+         FROM %I.%I s JOIN pgdedup.signatures g ON g.collection_id = %s AND g.row_key = s.%I::text
+         WHERE g.feature_count > 0',
+        ord, c.source_schema, c.source_table, cid, c.key_column);
+    CREATE TEMP TABLE pgdedup_rank ON COMMIT DROP AS
+        SELECT text_hash, min(rnk) AS rnk FROM pgdedup_rows GROUP BY text_hash;
+    ANALYZE pgdedup_rank;
     -- text-level edges, both directions, plus a self edge for texts held by several rows
     CREATE TEMP TABLE pgdedup_edges ON COMMIT DROP AS
         SELECT sa.text_hash AS h1, sb.text_hash AS h2, v.similarity
-        FROM pgdedup.verified_pairs(cid, p_threshold, p_max_bucket) v
+        FROM pgdedup.edges(cid, p_threshold, p_max_bucket, p_verify, true) v
         JOIN pgdedup.signatures sa ON sa.collection_id = cid AND sa.row_id = v.row_a
         JOIN pgdedup.signatures sb ON sb.collection_id = cid AND sb.row_id = v.row_b;
     INSERT INTO pgdedup_edges SELECT h2, h1, similarity FROM pgdedup_edges;
     INSERT INTO pgdedup_edges
-        SELECT text_hash, text_hash, 1.0 FROM pgdedup.signatures
-        WHERE collection_id = cid AND feature_count > 0 GROUP BY text_hash HAVING count(*) > 1;
+        SELECT text_hash, text_hash, 1.0 FROM pgdedup_rows GROUP BY text_hash HAVING count(*) > 1;
     CREATE INDEX ON pgdedup_edges (h1);
     ANALYZE pgdedup_edges;
-
-    -- the rows that have any edge, ranked by the keep order
-    EXECUTE format(
-        'CREATE TEMP TABLE pgdedup_walk ON COMMIT DROP AS
-         SELECT g.row_id, g.row_key, g.text_hash, row_number() OVER (ORDER BY %s) AS rnk
-         FROM %I.%I s JOIN pgdedup.signatures g ON g.collection_id = %s AND g.row_key = s.%I::text
-         WHERE g.text_hash IN (SELECT h1 FROM pgdedup_edges) AND g.feature_count > 0',
-        ord, c.source_schema, c.source_table, cid, c.key_column);
+    -- the walk: rows that have any edge, in keep order
+    CREATE TEMP TABLE pgdedup_walk ON COMMIT DROP AS
+        SELECT * FROM pgdedup_rows WHERE text_hash IN (SELECT h1 FROM pgdedup_edges);
     CREATE TEMP TABLE pgdedup_kept (text_hash bigint, row_id bigint, row_key text, rnk bigint) ON COMMIT DROP;
     CREATE INDEX ON pgdedup_kept (text_hash);
     CREATE TEMP TABLE pgdedup_marks (row_key text, duplicate_of text, similarity double precision) ON COMMIT DROP;
@@ -274,7 +336,7 @@ BEGIN
             INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats)
             SELECT cid, 'dedupe', started, jsonb_build_object(
                 'rows_examined', st.rows_examined, 'duplicates', st.duplicates, 'groups', st.groups,
-                'threshold', coalesce(p_threshold, c.threshold), 'keep_order', ord,
+                'threshold', coalesce(p_threshold, c.threshold), 'keep_order', ord, 'verify', p_verify,
                 'seconds', extract(epoch FROM clock_timestamp() - started))
             FROM stats st
         )
@@ -303,7 +365,7 @@ END $$;
 -- whose mark changes are written, so a rerun on unchanged data writes nothing.
 CREATE FUNCTION pgdedup.mark_duplicates(p_collection text, p_threshold double precision DEFAULT NULL,
                                         p_keep_order text DEFAULT NULL, p_column text DEFAULT 'duplicate_of',
-                                        p_max_bucket integer DEFAULT 100)
+                                        p_max_bucket integer DEFAULT 100, p_verify text DEFAULT 'estimate')
 RETURNS TABLE (rows_examined bigint, duplicates bigint, groups bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -322,7 +384,7 @@ BEGIN
         RAISE EXCEPTION 'pgdedup: column "%" of %.% has type %, but the key % has type %',
             p_column, c.source_schema, c.source_table, found_type, c.key_column, c.key_type;
     END IF;
-    SELECT * INTO result FROM pgdedup.find_duplicates(p_collection, p_threshold, p_keep_order, p_max_bucket);
+    SELECT * INTO result FROM pgdedup.find_duplicates(p_collection, p_threshold, p_keep_order, p_max_bucket, p_verify);
     EXECUTE format(
         'UPDATE %1$I.%2$I s SET %3$I = NULL
          WHERE s.%3$I IS NOT NULL

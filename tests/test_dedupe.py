@@ -140,3 +140,38 @@ def test_huge_bucket_of_distinct_near_copies_is_capped(conn, dsn):
     marks = dict(conn.execute("SELECT id, duplicate_of FROM near"))
     assert result.duplicates == 1199 and marks[1] is None
     assert all(v is None or marks[v] is None for v in marks.values())
+
+
+def test_exact_verification_threshold_edges(conn, dsn):
+    """A pair just below the threshold is dropped, one just above kept, by exact Jaccard."""
+    base = [f"x{i}" for i in range(400)]
+    # one substitution in the middle removes 5 of 396 shingles and adds 5: J = 391 / 401
+    def substituted(count: int) -> str:
+        words = list(base)
+        for i in range(count):
+            words[20 + i * 30] = f"new{i}"
+        return " ".join(words)
+    from pgdedup.exact import jaccard
+    from pgdedup.features import features
+    from pgdedup.normalise import normalise
+    import numpy as np
+
+    def exact(a: str, b: str) -> float:
+        f = features([normalise(a), normalise(b)], Params().spec, Params().seed)
+        return jaccard(np.unique(f.hashes[: f.offsets[1]]), np.unique(f.hashes[f.offsets[1]:]))
+
+    texts = {1: " ".join(base), 2: substituted(11), 3: substituted(12)}
+    j12, j13 = exact(texts[1], texts[2]), exact(texts[1], texts[3])
+    threshold = (j12 + j13) / 2  # between the two pairs: 2 just above, 3 just below
+    assert j13 < threshold < j12 and j12 - j13 < 0.03
+    conn.execute("CREATE TABLE e (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO e VALUES (%s, %s)", list(texts.items()))
+    pgdedup.index("e", "id", ["body"], dsn=dsn, params=Params(threshold=0.75), progress=False)
+    found = {(a, b): s for a, b, s in pgdedup.pairs("e", threshold=threshold, verify="exact", dsn=dsn)}
+    assert ("1", "2") in found and ("1", "3") not in found
+    assert found[("1", "2")] == pytest.approx(j12)
+    result = pgdedup.dedupe("e", threshold=threshold, verify="exact", dsn=dsn)
+    marks = dict(conn.execute("SELECT id, duplicate_of FROM e"))
+    assert marks[2] == 1 and marks[1] is None
+    assert marks[3] in (None, 2) and result.duplicates >= 1
+    assert all(s >= threshold for s in found.values())
