@@ -22,7 +22,8 @@ from .dedupe import dedupe
 from .loader import DEFAULT_CHUNK, index
 from .migrate import current_revision, migrate
 from .params import Params
-from .queries import pairs, similar, status
+from .queries import candidate_similarities, pairs, similar, status
+from .tune import chart, histogram, tune, write_plot
 
 DSN_HELP = "PostgreSQL connection string (default: $DATABASE_URL, else the libpq PG* environment)"
 
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
                    "candidates near the threshold at more verification cost (default: threshold - 0.15)")
+    p.add_argument("--bands", type=int, help="explicit number of bands (with --rows; see pgdedup tune)")
+    p.add_argument("--rows", type=int, help="explicit rows per band (with --bands)")
     p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
     p.add_argument("--ngram", type=int, default=5, help="shingle size in units (default 5)")
     p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
@@ -101,6 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     _threshold(p, "default: the collection's")
     p.add_argument("--limit", type=int, default=10, help="at most this many rows (default 10)")
     p.add_argument("--json", action="store_true", help="JSON output")
+    _add_dsn(p)
+
+    p = sub.add_parser("tune", help="show the bands × rows a threshold gives, their S-curve and expected recall")
+    p.add_argument("name", nargs="?", metavar="NAME", help="also show the similarity histogram of this collection's candidates")
+    p.add_argument("--threshold", type=float, required=True, help="Jaccard similarity a pair must reach")
+    p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
+    p.add_argument("--fp-weight", type=float, default=0.5, help="weight of false positives in the band "
+                   "optimisation, 0..1 (false negatives get 1 - this; default 0.5)")
+    p.add_argument("--band-threshold", type=float, help="threshold the bands are optimised for (default: threshold - 0.15)")
+    p.add_argument("--plot", metavar="FILE", help="also write the S-curve to FILE.svg or FILE.png")
     _add_dsn(p)
 
     p = sub.add_parser("status", help="collections, their parameters, rows indexed, duplicates, last runs")
@@ -145,6 +158,23 @@ def _print_status(args: argparse.Namespace) -> None:
               f"indexed {r['indexed_at'] or 'never'}, deduped {r['deduped_at'] or 'never'}")
 
 
+def _print_tune(args: argparse.Namespace) -> None:
+    if not 0.0 <= args.fp_weight <= 1.0:
+        raise ValueError(f"--fp-weight must be between 0 and 1, not {args.fp_weight}")
+    report = tune(args.threshold, args.num_perm, args.fp_weight, args.band_threshold)
+    print(report.text())
+    print(chart(report))
+    print(f"index with: pgdedup index TABLE ... --threshold {report.threshold} --num-perm {report.num_perm} "
+          f"--bands {report.bands} --rows {report.rows}")
+    if args.plot:
+        write_plot(report, args.plot)
+        print(f"wrote {args.plot}")
+    if args.name:
+        sims = candidate_similarities(args.name, dsn=args.dsn)
+        print(f"estimated similarity of the {len(sims)} candidate pairs of {args.name}:")
+        print(histogram(sims))
+
+
 def run(args: argparse.Namespace) -> None:
     if args.command == "demo":
         demo_mod.run(rows=args.rows, keep=args.keep, dsn=args.dsn)
@@ -152,8 +182,10 @@ def run(args: argparse.Namespace) -> None:
         migrate(args.dsn or "", args.revision)
         print(f"pgdedup schema at revision {current_revision(args.dsn or '')}")
     elif args.command == "index":
+        if (args.bands is None) != (args.rows is None):
+            raise ValueError("--bands and --rows go together")
         params = Params(threshold=args.threshold, band_threshold=args.band_threshold or 0.0, num_perm=args.num_perm,
-                        unit=args.unit, ngram=args.ngram)
+                        unit=args.unit, ngram=args.ngram, bands=args.bands or 0, rows=args.rows or 0)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
                        workers=args.workers)
@@ -173,6 +205,8 @@ def run(args: argparse.Namespace) -> None:
                 print(f"{s:.4f}\t{k}")
     elif args.command == "status":
         _print_status(args)
+    elif args.command == "tune":
+        _print_tune(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

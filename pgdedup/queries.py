@@ -63,3 +63,10 @@ def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str,
             cur.execute("SELECT * FROM pgdedup.status WHERE %s::text IS NULL OR name = %s ORDER BY name", (name, name))
             cols = [d.name for d in cur.description]
             return [dict(zip(cols, row)) for row in cur]
+
+
+def candidate_similarities(name: str, *, dsn: str | None = None) -> list[float]:
+    """Estimated similarity of every candidate pair of collection ``name`` (for ``tune``'s histogram)."""
+    with connect(resolve_dsn(dsn)) as conn:
+        coll = get(conn, name)
+        return [r[0] for r in conn.execute("SELECT similarity FROM pgdedup.verified_pairs(%s, 0)", (coll.id,))]
