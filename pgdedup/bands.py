@@ -66,6 +66,8 @@ def band_buckets(sig: np.ndarray, bands: int, rows: int, seed: int) -> np.ndarra
     """(n, bands) signed 64-bit bucket of each band: xxh3 of the band's r values (seed + band)."""
     n = sig.shape[0]
     out = np.empty((n, bands), dtype=np.int64)
+    if n == 0:
+        return out
     data = np.ascontiguousarray(sig[:, : bands * rows].astype("<u4"))
     width = rows * 4
     for band in range(bands):

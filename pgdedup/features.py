@@ -33,7 +33,7 @@ class FeatureSpec:
     def __post_init__(self) -> None:
         if self.unit not in ("word", "char"):
             raise ValueError(f"unit must be 'word' or 'char', not {self.unit!r}")
-        if not 1 <= self.ngram <= 64:
+        if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or not 1 <= self.ngram <= 64:
             raise ValueError(f"ngram must be between 1 and 64, not {self.ngram}")
 
 
@@ -68,14 +68,23 @@ class Features:
 
 
 def _fold(units: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Hash of the unit tuples ``units[s:s+l]`` for each (s, l), all l in 1..n, vectorised."""
-    h = mix64(lengths.astype(np.uint64))
-    for j in range(int(lengths.max(initial=0))):
-        take = j < lengths
-        idx = np.where(take, starts + j, 0)
-        step = ((h << np.uint64(31)) | (h >> np.uint64(33))) ^ units[idx]
-        h = np.where(take, step * _P, h)
-    return mix64(h)
+    """Hash of the unit tuples ``units[s:s+l]`` for each (s, l), all l in 1..n, vectorised.
+
+    Nearly all shingles have the full length n, so they are folded without masks; only the
+    single shingle of each short document (1..n-1 units) takes the masked path.
+    """
+    n = int(lengths.max(initial=0))
+    out = np.empty(len(starts), dtype=np.uint64)
+    full = lengths == n
+    for mask, masked in ((full, False), (~full, True)):
+        st, ln = starts[mask], lengths[mask]
+        h = mix64(ln.astype(np.uint64))
+        for j in range(int(ln.max(initial=0))):
+            idx = np.where(j < ln, st + j, 0) if masked else st + j
+            step = (((h << np.uint64(31)) | (h >> np.uint64(33))) ^ units[idx]) * _P
+            h = np.where(j < ln, step, h) if masked else step
+        out[mask] = mix64(h)
+    return out
 
 
 def _shingles(units: np.ndarray, lengths: np.ndarray, n: int) -> Features:

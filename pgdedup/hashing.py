@@ -39,21 +39,42 @@ _BASE = np.uint64(0x100000001B3 | 1)  # odd, so invertible modulo 2**64
 _BASE_INV = np.uint64(pow(int(_BASE), -1, 1 << 64))
 
 
+#: Texts are hashed in blocks of about this many characters, so temporary arrays stay small.
+BLOCK_CHARS = 1 << 20
 _POWERS: dict[int, np.ndarray] = {}
 
 
 def _powers(base: np.uint64, n: int) -> np.ndarray:
-    """base**0 .. base**(n-1) modulo 2**64, cached and grown by doubling (chunks reuse them)."""
+    """base**0 .. base**(n-1) modulo 2**64; tables up to a block's size are cached for reuse,
+    a larger one (a single huge document) is made for that call only."""
     have = _POWERS.get(int(base))
-    if have is None or len(have) < n:
-        size = max(n, 2 * len(have) if have is not None else 1 << 16)
-        out = np.full(size, base, dtype=np.uint64)
-        out[0] = 1
-        have = _POWERS[int(base)] = np.cumprod(out, dtype=np.uint64)  # wraps modulo 2**64
-    return have[:n]
+    if have is not None and len(have) >= n:
+        return have[:n]
+    out = np.full(n, base, dtype=np.uint64)
+    out[0] = 1
+    out = np.cumprod(out, dtype=np.uint64)  # wraps modulo 2**64, as intended
+    if n <= 4 * BLOCK_CHARS:
+        _POWERS[int(base)] = out
+    return out
 
 
 def word_hashes(spaced_docs: Sequence[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(64-bit hash of every token of every document, in order; number of tokens per document),
+    computed in blocks of about ``BLOCK_CHARS`` (see ``_block_word_hashes``)."""
+    parts, lengths, start, size = [], [], 0, 0
+    for i, doc in enumerate(spaced_docs):
+        size += len(doc) + 1
+        if size >= BLOCK_CHARS or i == len(spaced_docs) - 1:
+            units, counts = _block_word_hashes(spaced_docs[start:i + 1], seed)
+            parts.append(units)
+            lengths.append(counts)
+            start, size = i + 1, 0
+    if not parts:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    return np.concatenate(parts), np.concatenate(lengths)
+
+
+def _block_word_hashes(spaced_docs: Sequence[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every token of every document, in order; number of tokens per document).
 
     Tokens are the space-separated words of each document (see ``normalise.spaced``). The chunk

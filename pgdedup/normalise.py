@@ -28,7 +28,7 @@ _SPACELESS = re.compile(
     "\u3400-\u4dbf"  # CJK extension A
     "\u4e00-\u9fff"  # CJK unified ideographs
     "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\U00020000-\U0003134f"  # CJK extensions B-G
+    "\U00020000-\U000323af"  # CJK extensions B-H
     "]"
 )
 

@@ -22,6 +22,11 @@ DEFAULT_SEED = 1
 BAND_SLACK = 0.15
 
 
+def default_band_threshold(threshold: float) -> float:
+    """``threshold - BAND_SLACK``, but never below half the threshold (low thresholds)."""
+    return round(max(threshold - BAND_SLACK, threshold / 2), 6)
+
+
 @dataclass(frozen=True)
 class Params:
     """Signature and banding parameters.
@@ -48,10 +53,16 @@ class Params:
         if not 8 <= self.num_perm <= 1024:
             raise ValueError(f"num_perm must be between 8 and 1024, not {self.num_perm}")
         if not self.band_threshold:
-            object.__setattr__(self, "band_threshold", round(max(self.threshold - BAND_SLACK, 0.05), 6))
+            object.__setattr__(self, "band_threshold", default_band_threshold(self.threshold))
         if not 0.0 < self.band_threshold <= self.threshold:
             raise ValueError(f"band_threshold must be in (0, threshold], not {self.band_threshold}")
-        if not self.bands or not self.rows:
+        for name in ("bands", "rows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if bool(self.bands) != bool(self.rows):
+            raise ValueError("bands and rows are given together, or neither")
+        if not self.bands:
             b, r = optimal_bands(self.band_threshold, self.num_perm)
             object.__setattr__(self, "bands", b)
             object.__setattr__(self, "rows", r)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .bands import optimal_bands, s_curve
-from .params import BAND_SLACK
+from .params import default_band_threshold
 
 
 def estimate_keeps(j: float, threshold: float, num_perm: int) -> float:
@@ -61,7 +61,7 @@ class TuneReport:
 def tune(threshold: float, num_perm: int = 128, fp_weight: float = 0.5,
          band_threshold: float | None = None) -> TuneReport:
     """The (bands, rows) pgdedup would choose, with what they will find."""
-    bt = band_threshold if band_threshold else round(max(threshold - BAND_SLACK, 0.05), 6)
+    bt = band_threshold if band_threshold else default_band_threshold(threshold)
     b, r = optimal_bands(bt, num_perm, fp_weight, 1.0 - fp_weight)
     return TuneReport(threshold, bt, num_perm, fp_weight, b, r)
 

@@ -12,7 +12,7 @@ import pytest
 from datasketch.lsh import _optimal_param
 
 from pgdedup.bands import band_buckets, band_costs, optimal_bands, s_curve
-from pgdedup.params import Params
+from pgdedup.params import BAND_SLACK, Params
 
 THRESHOLDS = [round(0.5 + 0.05 * i, 2) for i in range(10)]  # 0.5, 0.55, ..., 0.95
 NUM_PERMS = (64, 128, 256)
@@ -193,12 +193,28 @@ def test_band_buckets_int32_view_equals_uint32() -> None:
 # Params
 # --------------------------------------------------------------------------------------------
 
-def test_params_defaults_to_optimal_bands() -> None:
+def test_params_defaults_to_optimal_bands_for_band_threshold() -> None:
+    """By default the bands are optimal for ``band_threshold`` = threshold - BAND_SLACK."""
     for t in (0.5, 0.7, 0.8, 0.9):
         for k in (64, 128, 256):
             p = Params(threshold=t, num_perm=k)
-            assert (p.bands, p.rows) == optimal_bands(t, k)
+            assert p.band_threshold == pytest.approx(t - BAND_SLACK)
+            assert 0 < p.band_threshold < p.threshold
+            assert (p.bands, p.rows) == optimal_bands(p.band_threshold, k)
             assert p.bands * p.rows <= k
+
+
+def test_params_explicit_band_threshold() -> None:
+    for t, bt in ((0.8, 0.8), (0.8, 0.7), (0.9, 0.5)):
+        p = Params(threshold=t, band_threshold=bt)
+        assert p.band_threshold == bt
+        assert (p.bands, p.rows) == optimal_bands(bt, p.num_perm)
+
+
+@pytest.mark.parametrize("bt", [0.85, 1.0, -0.1, float("nan")])
+def test_params_rejects_bad_band_threshold(bt: float) -> None:
+    with pytest.raises(ValueError):
+        Params(threshold=0.8, band_threshold=bt)
 
 
 def test_params_keeps_explicit_bands() -> None:

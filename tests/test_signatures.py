@@ -5,8 +5,8 @@ exact Jaccard similarity of every pair is known.
 
 Standard error. For k positions, k-permutation MinHash has variance J(1-J)/k. One-permutation
 hashing is no worse for sets of at least ~k features; for smaller sets, features that share a
-bin hide each other, which adds at most about another J(1-J)/k (measured: x1.3-2 for unions of
-2..100 features). The bounds below therefore use ``2 J(1-J)/k`` for unions smaller than k and
+bin hide each other, which adds at most about another J(1-J)/k (measured: variance x1.5-2 for unions of
+2..20 features). The bounds below therefore use ``2 J(1-J)/k`` for unions smaller than k and
 ``J(1-J)/k`` otherwise. For a union of just 2 features the error has a heavy tail (when both
 land in one bin, which happens with probability 1/k, the estimate is exactly 0 or 1), so the
 per-pair bound is only asserted for unions of at least 3; such pairs still count in the mean.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
