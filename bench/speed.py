@@ -1,0 +1,259 @@
+"""Speed of pgdedup against datasketch and rensa, and of pgdedup's whole database flow.
+
+    python bench/speed.py [--docs 20000] [--flow-rows 100000,1000000] [--skip-flow] [--dsn DSN]
+
+Table 1, text to signatures + band keys (num_perm 128, threshold 0.8), features included. The
+texts are the ``content`` of ``pgdedup.sample.generate(seed=42)`` rows, those of >= 1,000 chars
+(originals, re-fetches and edits: ~3 KB each). Every system runs in a fresh subprocess of this
+script (``--_one SYSTEM``) that regenerates the identical list (a checksum is compared) and
+times only the work below; best of ``--repeat`` runs (default 3). Peak RSS is the subprocess's
+``ru_maxrss``: interpreter, imports and texts included ("base", taken before the timed part).
+
+* pgdedup: ``sign_texts`` on chunks of 2,000 texts, one process; results kept.
+* datasketch / rensa: the shingling a user writes in Python for the same feature set (NFKC +
+  casefold + ``str.split``, word 5-grams joined by spaces as a set of UTF-8 bytes), then
+  ``MinHash.bulk`` + ``MinHashLSH(0.8, 128).insert`` per doc, or ``RMinHash.from_token_sets``
+  + ``RMinHashLSH(0.8, 128, 8).insert_many``. Each keeps its sketches and its LSH index.
+
+Table 2, the database flow on a ``feed_items`` table (``sample.load``, then VACUUM ANALYZE) in
+a throwaway LocalPostgres (or ``--dsn``: a scratch database whose ``feed_items`` table and
+``pgdedup`` schema are DROPPED). ``pgdedup.index`` runs with workers=1, then with workers=2,
+each in a fresh subprocess from an empty ``pgdedup`` schema (dropped before each run, so both
+pay the migration and neither pays for deleting the other's rows or leaves dead tuples);
+its RSS is ``ru_maxrss`` of the main process and, for workers, of the largest child
+(RUSAGE_CHILDREN). Then, timed from this process: VACUUM ANALYZE of the pgdedup tables (pgdedup
+does not do it itself; listed so the reader sees it), ``count(*)`` of ``candidate_pairs`` and of
+``verified_pairs``, and ``pgdedup.dedupe(keep_order='published_at, feed_item_id')``, which redoes
+candidates and verification itself. Sizes are ``pg_total_relation_size`` (heap + indexes + TOAST).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import unicodedata
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psycopg
+
+SYSTEMS = ("pgdedup", "datasketch", "rensa")
+NUM_PERM, THRESHOLD, SEED, CHUNK = 128, 0.8, 42, 2000
+TEXT_COLUMNS = ["title", "summary", "content"]
+
+
+def make_texts(n: int, seed: int = SEED) -> list[str]:
+    """n deterministic ~3 KB texts: sample contents of at least 1,000 characters."""
+    from pgdedup import sample
+    out: list[str] = []
+    for row in sample.generate(2 * n + 1000, seed):
+        if row[2] is not None and len(row[2]) >= 1000:
+            out.append(row[2])
+            if len(out) == n:
+                return out
+    raise RuntimeError("the generator gave too few long texts")
+
+
+def shingles(text: str) -> set[bytes]:
+    """The default feature set written the way a user writes it in Python (word 5-grams)."""
+    words = unicodedata.normalize("NFKC", text).casefold().split()
+    if len(words) < 5:
+        return {" ".join(words).encode()} if words else set()
+    return {" ".join(words[i:i + 5]).encode() for i in range(len(words) - 4)}
+
+
+def run_pgdedup(texts: list[str]) -> tuple[object, str]:
+    from pgdedup.params import Params
+    from pgdedup.signer import sign_texts
+    params = Params(threshold=THRESHOLD, num_perm=NUM_PERM)
+    chunks = [sign_texts(texts[i:i + CHUNK], params) for i in range(0, len(texts), CHUNK)]
+    return chunks, f"{params.bands}×{params.rows}"
+
+
+def run_datasketch(texts: list[str]) -> tuple[object, str]:
+    from datasketch import MinHash, MinHashLSH
+    hashes = MinHash.bulk([shingles(t) for t in texts], num_perm=NUM_PERM)
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM)
+    for i, m in enumerate(hashes):
+        lsh.insert(i, m)
+    return (hashes, lsh), f"{lsh.b}×{lsh.r}"
+
+
+def run_rensa(texts: list[str]) -> tuple[object, str]:
+    import rensa
+    hashes = rensa.RMinHash.from_token_sets([shingles(t) for t in texts], NUM_PERM, 42)
+    lsh = rensa.RMinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM, num_bands=8)
+    lsh.insert_many(hashes, 0)
+    return (hashes, lsh), f"8×{NUM_PERM // 8}"
+
+
+RUNNERS: dict[str, Callable[[list[str]], tuple[object, str]]] = {
+    "pgdedup": run_pgdedup, "datasketch": run_datasketch, "rensa": run_rensa}
+
+
+def one(system: str, docs: int) -> None:
+    """Child process: generate the texts, time one system, print one JSON line."""
+    texts = make_texts(docs)
+    digest = hashlib.sha1("\x00".join(texts).encode()).hexdigest()[:12]
+    runner = RUNNERS[system]
+    __import__({"pgdedup": "pgdedup.signer"}.get(system, system))  # imports are not timed
+    gc.collect()
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    _, bands = runner(texts)
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"system": system, "docs": len(texts), "seconds": seconds, "bands": bands,
+                      "bytes": sum(len(t.encode()) for t in texts), "digest": digest, "base_kb": base,
+                      "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def child(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"child {args[:3]} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print(line(r))
+
+
+def best_of(repeat: int, system: str, docs: int) -> dict:
+    """The fastest of ``repeat`` fresh subprocesses (the machine may be shared), its peak RSS the largest."""
+    runs = [child([__file__, "--_one", system, "--docs", str(docs)]) for _ in range(repeat)]
+    return {**min(runs, key=lambda r: r["seconds"]), "peak_kb": max(r["peak_kb"] for r in runs)}
+
+
+def signing_table(docs: int, repeat: int) -> None:
+    results = [best_of(repeat, s, docs) for s in SYSTEMS]
+    if len({r["digest"] for r in results}) != 1:
+        raise SystemExit("systems saw different texts: " + ", ".join(r["digest"] for r in results))
+    n, size = results[0]["docs"], results[0]["bytes"]
+    print(f"\nTable 1: {n} texts ({size / 2**20:.1f} MB, mean {size / n:,.0f} bytes) -> signatures + band keys, "
+          f"num_perm {NUM_PERM}, threshold {THRESHOLD}, best of {repeat} runs, one process each")
+    ours = results[0]["docs"] / results[0]["seconds"]
+    table(["system", "bands×rows", "docs/s", "MB/s", "peak RSS MB", "base MB", "seconds", "pgdedup ×"],
+          [[r["system"], r["bands"], f"{n / r['seconds']:,.0f}", f"{size / 2**20 / r['seconds']:.2f}",
+            f"{r['peak_kb'] / 1024:,.0f}", f"{r['base_kb'] / 1024:,.0f}", f"{r['seconds']:.2f}",
+            f"{ours / (n / r['seconds']):.2f}"] for r in results])
+
+
+INDEX_CHILD = r"""
+import json, resource, sys, time
+import pgdedup
+t0 = time.perf_counter()
+r = pgdedup.index("feed_items", "feed_item_id", %r, dsn=sys.argv[1], workers=int(sys.argv[2]), progress=False)
+print(json.dumps({"seconds": time.perf_counter() - t0, "signed": r.signed,
+                  "self_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "children_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+""" % TEXT_COLUMNS
+
+
+def timed(conn: psycopg.Connection, query: str) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    value = conn.execute(query).fetchone()[0]
+    return time.perf_counter() - t0, value
+
+
+def flow(dsn: str, n: int) -> dict[str, str]:
+    """Load n rows, index twice (workers 1 and 2), then time the stages; metrics as strings."""
+    import psycopg
+    import pgdedup
+    from pgdedup import sample
+    out: dict[str, str] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS feed_items")
+        conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
+        t0 = time.perf_counter()
+        sample.load(conn, n, "feed_items", seed=SEED)
+        conn.execute("VACUUM (ANALYZE) feed_items")
+        out["load + vacuum analyze s"] = f"{time.perf_counter() - t0:.1f}"
+        source = conn.execute("SELECT pg_total_relation_size('feed_items')").fetchone()[0]
+        out["source table MB"] = f"{source / 2**20:,.0f}"
+        for workers in (1, 2):
+            conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
+            r = child(["-c", INDEX_CHILD, dsn, str(workers)])
+            assert r["signed"] == n, r
+            out[f"index w={workers} s"] = f"{r['seconds']:.1f}"
+            out[f"index w={workers} rows/s"] = f"{n / r['seconds']:,.0f}"
+            rss = f"{r['self_kb'] / 1024:,.0f}"
+            out[f"index w={workers} RSS MB main/child"] = rss + (f" / {r['children_kb'] / 1024:,.0f}" if workers > 1 else "")
+        t0 = time.perf_counter()
+        conn.execute("VACUUM (ANALYZE) pgdedup.signatures")
+        conn.execute("VACUUM (ANALYZE) pgdedup.band_keys")
+        out["vacuum analyze pgdedup s"] = f"{time.perf_counter() - t0:.1f}"
+        cid = "pgdedup.collection_id('feed_items')"
+        seconds, cands = timed(conn, f"SELECT count(*) FROM pgdedup.candidate_pairs({cid})")
+        out["candidates s"], out["candidate pairs"] = f"{seconds:.1f}", f"{cands:,}"
+        seconds, verified = timed(conn, f"SELECT count(*) FROM pgdedup.verified_pairs({cid})")
+        out["verification s"], out["verified pairs"] = f"{seconds:.1f}", f"{verified:,}"
+        res = pgdedup.dedupe("feed_items", keep_order="published_at, feed_item_id", dsn=dsn)
+        out["marking (dedupe) s"], out["duplicates marked"] = f"{res.seconds:.1f}", f"{res.duplicates:,}"
+        for t in ("signatures", "band_keys"):
+            size = conn.execute(f"SELECT pg_total_relation_size('pgdedup.{t}')").fetchone()[0]
+            out[f"pgdedup.{t} MB"] = f"{size / 2**20:,.0f} ({size / n:,.0f} B/row)"
+    return out
+
+
+def flow_table(dsn: str, sizes: list[int]) -> None:
+    print(f"\nTable 2: database flow on feed_items ({', '.join(map(str, TEXT_COLUMNS))}), threshold {THRESHOLD}")
+    results = {n: flow(dsn, n) for n in sizes}
+    metrics = list(results[sizes[0]])
+    table(["rows", *(f"{n:,}" for n in sizes)], [[m, *(results[n][m] for n in sizes)] for m in metrics])
+
+
+def machine(dsn: str | None) -> None:
+    from importlib.metadata import version
+    mem = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+    pg = "not used"
+    if dsn:
+        import psycopg
+        with psycopg.connect(dsn) as conn:
+            pg = conn.execute("SHOW server_version").fetchone()[0]
+    print(f"machine: nproc {len(os.sched_getaffinity(0))}, RAM {mem / 2**20:.1f} GB, {platform.machine()}, "
+          f"load avg {' '.join(f'{x:.2f}' for x in os.getloadavg())} (shared machines make timings noisy)")
+    print(f"python {platform.python_version()}, PostgreSQL {pg}, "
+          + ", ".join(f"{m} {version(m)}" for m in ("pgdedup", "datasketch", "rensa", "numpy")))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--docs", type=int, default=20000, help="texts for table 1")
+    p.add_argument("--flow-rows", default="100000,1000000", help="comma-separated table sizes for table 2")
+    p.add_argument("--skip-flow", action="store_true", help="table 1 only")
+    p.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped); default: LocalPostgres")
+    p.add_argument("--repeat", type=int, default=3, help="table 1: best of this many runs per system")
+    p.add_argument("--_one", choices=SYSTEMS, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args._one:
+        return one(args._one, args.docs)
+    sizes = [int(s.replace("_", "")) for s in args.flow_rows.split(",") if s.strip()]
+    from pgdedup.localpg import LocalPostgres
+    server = None if args.dsn or args.skip_flow else LocalPostgres()
+    dsn = args.dsn or (server.start() if server else None)
+    try:
+        machine(dsn)
+        signing_table(args.docs, args.repeat)
+        if not args.skip_flow:
+            flow_table(dsn, sizes)
+    finally:
+        if server:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
