@@ -181,7 +181,7 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
     params = params or Params()
     dsn = resolve_dsn(dsn)
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
-    with connect(dsn, autocommit=True) as writer, connect(dsn) as reader:
+    with connect(dsn, autocommit=True) as writer:
         source = resolve_source(writer, table, key, text, schema)  # before any schema change
         migrate(dsn)
         name = name or source.table

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from pgdedup.features import Features, FeatureSpec, features
 from pgdedup.normalise import normalise, tokens
+from reference import ref_char_shingles, ref_word_shingles
 
 SEED = 1
 ALL_WHITESPACE = [chr(c) for c in range(0x110000) if chr(c).isspace()]
@@ -191,24 +192,6 @@ def test_tokens_lose_and_invent_nothing(text: str) -> None:
 # --------------------------------------------------------------------------------------------
 # features(): reference shingle sets
 # --------------------------------------------------------------------------------------------
-
-
-def ref_word_shingles(text: str | None, n: int) -> set[str]:
-    toks = tokens(normalise(text))
-    if not toks:
-        return set()
-    if len(toks) < n:
-        return {" ".join(toks)}
-    return {" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)}
-
-
-def ref_char_shingles(text: str | None, n: int) -> set[str]:
-    s = normalise(text)
-    if not s:
-        return set()
-    if len(s) < n:
-        return {s}
-    return {s[i:i + n] for i in range(len(s) - n + 1)}
 
 
 REFERENCE = {"word": ref_word_shingles, "char": ref_char_shingles}

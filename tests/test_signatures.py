@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from pgdedup.features import Features
 from pgdedup.hashing import mix64
-from pgdedup.normalise import normalise, tokens
 from pgdedup.params import Params
 from pgdedup.signatures import estimate, signatures
 from pgdedup.signer import sign_texts
+from reference import ref_word_shingles
 
 K = 128
 SEED = 1
@@ -256,15 +256,6 @@ def test_num_perm_sets_the_width() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def ref_shingles(text: str, n: int = 5) -> set[str]:
-    toks = tokens(normalise(text))
-    if not toks:
-        return set()
-    if len(toks) < n:
-        return {" ".join(toks)}
-    return {" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)}
-
-
 def _edited(words: list[str], fraction: float, rng: np.random.Generator, fresh) -> list[str]:
     out = list(words)
     for pos in rng.choice(len(words), size=int(round(fraction * len(words))), replace=False):
@@ -290,7 +281,7 @@ def test_sign_texts_estimates_word_5gram_jaccard() -> None:
         params = Params(seed=seed)
         signed = sign_texts([t for pair in cases for t in pair], params)
         for i, (ta, tb) in enumerate(cases):
-            sa, sb = ref_shingles(ta), ref_shingles(tb)
+            sa, sb = ref_word_shingles(ta), ref_word_shingles(tb)
             assert signed.feature_counts[2 * i] == len(sa)
             assert signed.feature_counts[2 * i + 1] == len(sb)
             j = len(sa & sb) / len(sa | sb)
