@@ -24,8 +24,6 @@ import numpy as np
 from .features import Features
 from .hashing import seeded
 
-_EMPTY = np.uint64(1 << 32)
-_LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
 
 
@@ -34,22 +32,44 @@ def _bin_of(h: np.ndarray, k: int) -> np.ndarray:
     return ((h >> _SHIFT32) * np.uint64(k)) >> _SHIFT32
 
 
-def signatures(feats: Features, num_perm: int, seed: int) -> np.ndarray:
-    """(n, num_perm) uint32 signatures of a chunk. Rows of empty feature sets are all zero;
-    callers must treat them as empty (see ``counts``), never compare them."""
+def signatures(feats: Features, num_perm: int, seed: int, value_bits: int = 32) -> np.ndarray:
+    """(n, num_perm) signatures of a chunk, uint32 (uint64 when ``value_bits`` > 32, which only
+    the benchmarks use to measure what 32 bits cost). Rows of empty feature sets are all zero;
+    callers must treat them as empty (feature count 0), never compare them."""
+    if not 16 <= value_bits <= 63:
+        raise ValueError(f"value_bits must be between 16 and 63, not {value_bits}")
+    empty = np.uint64(1 << value_bits)
     n = len(feats)
     h = seeded(feats.hashes, seed, salt=2)
-    flat = np.full(n * num_perm, _EMPTY, dtype=np.uint64)
-    np.minimum.at(flat, feats.doc_index() * num_perm + _bin_of(h, num_perm).astype(np.int64), h & _LOW32)
+    flat = np.full(n * num_perm, empty, dtype=np.uint64)
+    np.minimum.at(flat, feats.doc_index() * num_perm + _bin_of(h, num_perm).astype(np.int64),
+                  h & np.uint64((1 << value_bits) - 1))
     sig = flat.reshape(n, num_perm)
-    _densify(sig, np.diff(feats.offsets) > 0, num_perm, seed)
-    sig[sig == _EMPTY] = 0
-    return sig.astype(np.uint32)
+    _densify(sig, np.diff(feats.offsets) > 0, num_perm, seed, empty)
+    sig[sig == empty] = 0
+    return sig.astype(np.uint32 if value_bits <= 32 else np.uint64)
 
 
-def _densify(sig: np.ndarray, nonempty: np.ndarray, k: int, seed: int) -> None:
+def kperm_signatures(feats: Features, num_perm: int, seed: int) -> np.ndarray:
+    """Classic k-permutation MinHash, for comparison (bench/sketches.py): value i of a set is
+    min over its features of an independent 32-bit hash h_i. O(features · k) per document;
+    computed for blocks of 16 permutations over the whole chunk with ``np.minimum.reduceat``."""
+    n = len(feats)
+    sig = np.zeros((n, num_perm), dtype=np.uint32)
+    nonempty = np.flatnonzero(np.diff(feats.offsets) > 0)
+    if not len(nonempty):
+        return sig
+    starts = feats.offsets[:-1][nonempty]
+    for block in range(0, num_perm, 16):
+        perms = np.arange(block, min(block + 16, num_perm), dtype=np.uint64)
+        values = seeded(feats.hashes[None, :] ^ (perms[:, None] * np.uint64(0x9E3779B97F4A7C15)), seed, salt=4)
+        sig[nonempty, block:block + len(perms)] = np.minimum.reduceat(values >> _SHIFT32, starts, axis=1).T
+    return sig
+
+
+def _densify(sig: np.ndarray, nonempty: np.ndarray, k: int, seed: int, empty: np.uint64) -> None:
     """Fill empty bins of non-empty rows in place by optimal densification."""
-    filled = sig != _EMPTY
+    filled = sig != empty
     single = nonempty & (filled.sum(axis=1) == 1)
     # one non-empty bin: every probe sequence ends there (every text of 1..n-1 words)
     sig[single] = sig[single].min(axis=1, keepdims=True)
@@ -59,7 +79,7 @@ def _densify(sig: np.ndarray, nonempty: np.ndarray, k: int, seed: int) -> None:
     while rows.size:
         probe = _bin_of(seeded(bins.astype(np.uint64) * np.uint64(1 << 20) + np.uint64(attempt), seed, salt=3), k)
         got = original[rows, probe.astype(np.int64)]
-        hit = got != _EMPTY
+        hit = got != empty
         sig[rows[hit], bins[hit]] = got[hit]
         rows, bins = rows[~hit], bins[~hit]
         attempt += 1
