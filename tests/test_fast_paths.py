@@ -8,7 +8,7 @@ import random
 import numpy as np
 import xxhash
 
-from pgdedup.features import FeatureSpec, features
+from pgdedup.features import Features, FeatureSpec, features
 from pgdedup.hashing import _BASE, mix64, seeded, word_hashes
 from pgdedup.normalise import normalise, spaced
 from pgdedup.signatures import kperm_signatures, signatures
@@ -60,23 +60,25 @@ def test_word_hashes_equal_reference():
     assert lengths.tolist() == [len(spaced(normalise(d)).split()) for d in docs]
 
 
-def test_oph_equals_reference():
-    rng = random.Random(11)
-    texts = [" ".join(f"w{rng.randint(0, 300)}" for _ in range(rng.randint(0, 400))) for _ in range(40)]
+def _random_docs(seed: int, vocab: int, max_words: int, count: int) -> tuple[Features, list[np.ndarray]]:
+    """Features of random texts (empty ones included) and each document's own hash slice."""
+    rng = random.Random(seed)
+    texts = [" ".join(f"w{rng.randint(0, vocab)}" for _ in range(rng.randint(0, max_words))) for _ in range(count)]
     feats = features([normalise(t) for t in texts], FeatureSpec(), 3)
+    return feats, [feats.hashes[feats.offsets[i]:feats.offsets[i + 1]] for i in range(count)]
+
+
+def test_oph_equals_reference():
+    feats, docs = _random_docs(11, 300, 400, 40)
     fast = signatures(feats, 64, 3)
-    for i in range(len(texts)):
-        doc = feats.hashes[feats.offsets[i]:feats.offsets[i + 1]].tolist()
-        assert fast[i].tolist() == ref_oph(doc, 64, 3)
+    for i, doc in enumerate(docs):
+        assert fast[i].tolist() == ref_oph(doc.tolist(), 64, 3)
 
 
 def test_kperm_equals_reference():
-    rng = random.Random(12)
-    texts = [" ".join(f"w{rng.randint(0, 100)}" for _ in range(rng.randint(0, 60))) for _ in range(20)]
-    feats = features([normalise(t) for t in texts], FeatureSpec(), 3)
+    feats, docs = _random_docs(12, 100, 60, 20)
     fast = kperm_signatures(feats, 40, 3)
-    for i in range(len(texts)):
-        doc = feats.hashes[feats.offsets[i]:feats.offsets[i + 1]]
+    for i, doc in enumerate(docs):
         for p in range(40):
             if len(doc) == 0:
                 assert fast[i, p] == 0
