@@ -36,6 +36,8 @@ CREATE TABLE pgdedup.signatures (
     PRIMARY KEY (collection_id, row_key),
     UNIQUE (collection_id, row_id)
 );
+-- exact-duplicate groups and their representatives, in index order
+CREATE INDEX signatures_text ON pgdedup.signatures (collection_id, text_hash, row_id);
 
 CREATE TABLE pgdedup.band_keys (
     collection_id   integer NOT NULL,

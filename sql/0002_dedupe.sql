@@ -68,11 +68,30 @@ $$;
 -- Exact duplicates share every bucket, so collapsing them first keeps them out of the band join.
 CREATE FUNCTION pgdedup.representatives(p_collection_id integer)
 RETURNS TABLE (row_id bigint, text_hash bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET work_mem = '256MB' AS $$
     SELECT DISTINCT ON (s.text_hash) s.row_id, s.text_hash
     FROM pgdedup.signatures s
     WHERE s.collection_id = p_collection_id AND s.feature_count > 0
     ORDER BY s.text_hash, s.row_id
+$$;
+
+-- Representatives in buckets that hold two or more rows, by band and bucket. Buckets are found
+-- on the band table alone first (most are singletons), so only rows of shared buckets meet the
+-- representatives; work_mem is raised so the aggregates stay in memory at a million rows.
+CREATE FUNCTION pgdedup.bucket_members(p_collection_id integer)
+RETURNS TABLE (band smallint, bucket bigint, row_id bigint, text_hash bigint)
+LANGUAGE sql STABLE SET work_mem = '256MB' AS $$
+    WITH shared AS (
+        SELECT b.band, b.bucket, array_agg(b.row_id) AS ids
+        FROM pgdedup.band_keys b
+        WHERE b.collection_id = p_collection_id
+        GROUP BY b.band, b.bucket
+        HAVING count(*) > 1
+    )
+    SELECT s.band, s.bucket, r.row_id, r.text_hash
+    FROM shared s
+    CROSS JOIN LATERAL unnest(s.ids) AS u(row_id)
+    JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = u.row_id
 $$;
 
 -- Candidate pairs (row_a < row_b) of representatives sharing a bucket in at least one band.
@@ -85,17 +104,15 @@ $$;
 CREATE FUNCTION pgdedup.candidate_pairs(p_collection_id integer, p_max_bucket integer DEFAULT 100,
                                         p_ranked boolean DEFAULT false)
 RETURNS TABLE (row_a bigint, row_b bigint)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET work_mem = '256MB' AS $$
 BEGIN
     IF p_ranked THEN
         RETURN QUERY
         WITH buckets AS (
-            SELECT array_agg(r.row_id ORDER BY k.rnk, r.row_id) AS ids
-            FROM pgdedup.band_keys b
-            JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = b.row_id
-            JOIN pg_temp.pgdedup_rank k ON k.text_hash = r.text_hash
-            WHERE b.collection_id = p_collection_id
-            GROUP BY b.band, b.bucket
+            SELECT array_agg(m.row_id ORDER BY k.rnk, m.row_id) AS ids
+            FROM pgdedup.bucket_members(p_collection_id) m
+            JOIN pg_temp.pgdedup_rank k ON k.text_hash = m.text_hash
+            GROUP BY m.band, m.bucket
             HAVING count(*) > 1
         )
         SELECT DISTINCT least(ids[i], ids[j]), greatest(ids[i], ids[j])
@@ -105,11 +122,9 @@ BEGIN
     ELSE
         RETURN QUERY
         WITH buckets AS (
-            SELECT array_agg(b.row_id ORDER BY b.row_id) AS ids
-            FROM pgdedup.band_keys b
-            JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = b.row_id
-            WHERE b.collection_id = p_collection_id
-            GROUP BY b.band, b.bucket
+            SELECT array_agg(m.row_id ORDER BY m.row_id) AS ids
+            FROM pgdedup.bucket_members(p_collection_id) m
+            GROUP BY m.band, m.bucket
             HAVING count(*) > 1
         )
         SELECT DISTINCT ids[i], ids[j]
@@ -266,7 +281,7 @@ CREATE FUNCTION pgdedup.find_duplicates(p_collection text, p_threshold double pr
                                         p_keep_order text DEFAULT NULL, p_max_bucket integer DEFAULT 100,
                                         p_verify text DEFAULT 'estimate')
 RETURNS TABLE (rows_examined bigint, duplicates bigint, groups bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET work_mem = '256MB' AS $$
 #variable_conflict use_column
 DECLARE
     cid integer := pgdedup.collection_id(p_collection);
