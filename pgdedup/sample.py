@@ -11,7 +11,8 @@ mimic what a feed aggregator collects, in these proportions (each row drawn inde
   time an ``Updated at HH:MM`` line appended;
 * 15 % lightly edited versions of a recent original: 0.5-5 % of the words substituted,
   inserted or deleted, sometimes a retitle, case or whitespace changes; so their Jaccard
-  similarity to the original spans the usual thresholds (roughly 0.5 to 0.95);
+  similarity to the original (word 5-shingles of title, summary and content) spans the usual
+  thresholds: 5-95 % range 0.66-0.93, median 0.78, ~40 % at or above 0.8 (seed 42);
 * 5 % items with NULL, empty or blank content;
 * 10 % unrelated short items (briefs); one in five carries one of a few boilerplate texts
   ("Continue reading ...") shared by thousands of rows, like real feeds, so huge LSH buckets
@@ -105,6 +106,11 @@ def _pseudo_word(rng: random.Random, syllables: int) -> str:
     return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(syllables))
 
 
+def _lead(content: str) -> str:
+    """The first sentence (it may end at a paragraph break rather than at ". ")."""
+    return content.partition(". ")[0].partition(".\n\n")[0].rstrip(".") + "."
+
+
 def _zipf_counts(n: int, slots: int, s: float = 1.0, q: float = 2.7) -> list[int]:
     """Slots per rank for a Zipf-Mandelbrot share of ``slots``; every word gets at least one."""
     weights = [1.0 / (i + q) ** s for i in range(n)]
@@ -189,7 +195,7 @@ class _Generator:
         if r < 0.1:
             summary = None
         elif r < 0.7:  # the lead sentence, as most feeds do
-            summary = content.partition(". ")[0] + "."
+            summary = _lead(content)
         else:
             summary = self.text(30).replace("\n\n", " ")
         author = None if rng.random() < 0.1 else rng.choice(self.vocab.authors)
@@ -236,7 +242,7 @@ class _Generator:
         if rng.random() < 0.3:
             title = title.upper() if rng.random() < 0.3 else title + " " + table[rng.getrandbits(16)].title()
         if summary is not None and rng.random() < 0.5:
-            summary = content.partition(". ")[0] + "."
+            summary = _lead(content)
         if rng.random() < 0.3:  # syndicated to another feed
             feed_id, author = 1 + rng.getrandbits(16) % 400, rng.choice(self.vocab.authors)
         when = when + timedelta(seconds=rng.randrange(1800, 48 * 3600))
