@@ -83,6 +83,7 @@ def ensure(conn: psycopg.Connection, name: str, source: Source, params: Params, 
         raise PgdedupError(f"collection {name!r} was indexed with other settings ({'; '.join(differences)}); "
                            "rerun with --reindex to rebuild it")
     conn.execute("DELETE FROM pgdedup.band_keys WHERE collection_id = %s", (existing.id,))
+    conn.execute("DELETE FROM pgdedup.band_keys_staged WHERE collection_id = %s", (existing.id,))
     conn.execute("DELETE FROM pgdedup.signatures WHERE collection_id = %s", (existing.id,))
     conn.execute(
         """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,

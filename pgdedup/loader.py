@@ -98,8 +98,12 @@ def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: in
     return int(conn.execute(ids).fetchone()[0])
 
 
-def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params) -> None:
-    """Sign one chunk and store it in one transaction (old versions of changed rows replaced)."""
+def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
+                 band_table: str) -> None:
+    """Sign one chunk and store it in one transaction (old versions of changed rows replaced).
+
+    ``band_table`` is ``pgdedup.band_keys``, or ``pgdedup.band_keys_staged`` during a first load.
+    """
     texts = ["\n".join(c for c in r[3:] if c is not None) for r in rows]
     signed = sign_texts(texts, params)
     keys = [r[0] for r in rows]
@@ -116,12 +120,12 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
             copy.write(stream)
         keep = signed.feature_counts > 0
         with conn.cursor().copy(
-                "COPY pgdedup.band_keys (collection_id, band, bucket, row_id) FROM STDIN (FORMAT BINARY)") as copy:
+                f"COPY {band_table} (collection_id, band, bucket, row_id) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(copybin.band_keys(collection_id, row_ids[keep], signed.buckets[keep]))
 
 
 def _sign_range(dsn: str, collection_id: int, source: Source, params: Params, lo: str | None, hi: str | None,
-                chunk_size: int, report: Callable[[int], object]) -> int:
+                chunk_size: int, band_table: str, report: Callable[[int], object]) -> int:
     """Stream, sign and store the new/changed rows of one key range; returns rows signed."""
     signed = 0
     with connect(dsn, autocommit=True) as writer, connect(dsn) as reader, \
@@ -130,7 +134,7 @@ def _sign_range(dsn: str, collection_id: int, source: Source, params: Params, lo
         cur.execute(_stream_query(source, collection_id, lo, hi))
         while rows := cur.fetchmany(chunk_size):
             try:
-                _write_chunk(writer, collection_id, rows, params)
+                _write_chunk(writer, collection_id, rows, params, band_table)
             except psycopg.errors.UniqueViolation as exc:
                 what = ("two keys hash to the same row id (xxh3 collision); please report it"
                         if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
@@ -147,12 +151,12 @@ def _worker(args: tuple, progress: "mp.Queue[int]") -> int:
 
 
 def _sign_parallel(dsn: str, coll_id: int, source: Source, params: Params,
-                   ranges: list[tuple[str | None, str | None]], chunk_size: int, bar: tqdm) -> int:
+                   ranges: list[tuple[str | None, str | None]], chunk_size: int, band_table: str, bar: tqdm) -> int:
     """Sign key ranges in worker processes (spawned: no connection is shared across a fork)."""
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ProcessPoolExecutor(len(ranges), mp_context=ctx) as pool:
         progress = manager.Queue()
-        futures = [pool.submit(_worker, (dsn, coll_id, source, params, lo, hi, chunk_size), progress)
+        futures = [pool.submit(_worker, (dsn, coll_id, source, params, lo, hi, chunk_size, band_table), progress)
                    for lo, hi in ranges]
         while not all(f.done() for f in futures):
             try:
@@ -197,11 +201,16 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
         show = sys.stderr.isatty() if progress is None else progress
         total = source_rows if coll.rows_indexed == 0 else None
         ranges = _key_ranges(writer, source, workers if workers else default_workers(source_rows))
+        # a first load stages its band keys and moves them in one sorted insert at the end;
+        # a crashed run's staged keys are moved first, so a rerun sees everything committed
+        writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
+        bands = "pgdedup.band_keys_staged" if coll.rows_indexed == 0 else "pgdedup.band_keys"
         with tqdm(total=total, unit="rows", desc=f"indexing {name}", disable=not show, file=sys.stderr) as bar:
             if len(ranges) == 1:
-                signed = _sign_range(dsn, coll.id, source, coll.params, None, None, chunk_size, bar.update)
+                signed = _sign_range(dsn, coll.id, source, coll.params, None, None, chunk_size, bands, bar.update)
             else:
-                signed = _sign_parallel(dsn, coll.id, source, coll.params, ranges, chunk_size, bar)
+                signed = _sign_parallel(dsn, coll.id, source, coll.params, ranges, chunk_size, bands, bar)
+        writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
         seconds = time.perf_counter() - t0
         result = IndexResult(name, source_rows, signed, removed, seconds, coll.params, null_keys)
         result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,

@@ -47,6 +47,22 @@ CREATE TABLE pgdedup.band_keys (
     PRIMARY KEY (collection_id, band, bucket, row_id)
 );
 
+-- Band keys of a first (full) load wait here, without any index, and move to band_keys in one
+-- sorted insert at the end of the run: appending a sorted batch to the primary key is several
+-- times cheaper than inserting millions of random buckets into it one chunk at a time.
+CREATE TABLE pgdedup.band_keys_staged (LIKE pgdedup.band_keys);
+
+-- Move a collection's staged band keys into band_keys; returns how many moved.
+CREATE FUNCTION pgdedup.flush_band_keys(p_collection integer) RETURNS bigint
+LANGUAGE sql SET work_mem = '256MB' AS $$
+    WITH moved AS (
+        DELETE FROM pgdedup.band_keys_staged WHERE collection_id = p_collection RETURNING *
+    ), inserted AS (
+        INSERT INTO pgdedup.band_keys SELECT * FROM moved ORDER BY band, bucket, row_id RETURNING 1
+    )
+    SELECT count(*) FROM inserted;
+$$;
+
 CREATE TABLE pgdedup.runs (
     run_id          bigserial PRIMARY KEY,
     collection_id   integer NOT NULL REFERENCES pgdedup.collections ON DELETE CASCADE,
