@@ -51,7 +51,7 @@ def cpu():
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 base, cpu0 = me.memory_info().rss, cpu()
 threading.Thread(target=sample, daemon=True).start()
-kwargs = {"workers": int(sys.argv[2])} if sys.argv[2] != "default" else {}
+kwargs = {"workers": int(sys.argv[2]) if sys.argv[2] != "default" else None}
 t0 = time.perf_counter()
 r = pgdedup.index("feed_items", "feed_item_id", ["title", "summary", "content"], dsn=sys.argv[1], progress=False,
                   **kwargs)
@@ -127,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="50000,200000,600000", help="comma-separated row counts")
     parser.add_argument("--rows", type=int, help="one size only (overrides --sizes)")
-    parser.add_argument("--workers", default="default", help="passed to index(workers=...); default: its own")
+    parser.add_argument("--workers", default="default", help="passed to index(workers=...); default: one per core (as the CLI)")
     parser.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped); "
                                       "default: start a throwaway local PostgreSQL")
     parser.add_argument("--seed", type=int, default=42)

@@ -176,11 +176,13 @@ def default_workers(rows: int) -> int:
 def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str | None = None,
           schema: str | None = None, params: Params | None = None, reindex: bool = False,
           dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK, progress: bool | None = None,
-          workers: int | None = None) -> IndexResult:
+          workers: int | None = 1) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
 
-    ``workers`` processes each sign one key range (default: ``default_workers``); results do
-    not depend on it. ``progress`` None shows a progress bar when stderr is a terminal.
+    ``workers`` processes each sign one key range (None: ``default_workers``, as the CLI does);
+    results do not depend on it. Worker processes are spawned, so a script that asks for more
+    than one must call this under ``if __name__ == "__main__":``. ``progress`` None shows a
+    progress bar when stderr is a terminal.
     """
     params = params or Params()
     dsn = resolve_dsn(dsn)
@@ -200,7 +202,7 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
             .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
         show = sys.stderr.isatty() if progress is None else progress
         total = source_rows if coll.rows_indexed == 0 else None
-        ranges = _key_ranges(writer, source, workers if workers else default_workers(source_rows))
+        ranges = _key_ranges(writer, source, workers if workers is not None else default_workers(source_rows))
         # a first load stages its band keys and moves them in one sorted insert at the end;
         # a crashed run's staged keys are moved first, so a rerun sees everything committed
         writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))

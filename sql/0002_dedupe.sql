@@ -290,6 +290,7 @@ DECLARE
     r record;
     best record;
     started timestamptz := clock_timestamp();
+    seqscan text := current_setting('enable_seqscan');
 BEGIN
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = cid;
     ord := pgdedup.keep_order_sql(cid, p_keep_order);
@@ -326,6 +327,9 @@ BEGIN
     CREATE INDEX ON pgdedup_kept (text_hash);
     CREATE TEMP TABLE pgdedup_marks (row_key text, duplicate_of text, similarity double precision) ON COMMIT DROP;
 
+    -- The loop's two statements are planned once, while pgdedup_kept is still tiny; with
+    -- sequential scans allowed that plan would scan the growing table on every row (quadratic).
+    PERFORM set_config('enable_seqscan', 'off', true);
     FOR r IN SELECT * FROM pgdedup_walk ORDER BY rnk LOOP
         SELECT k.row_key, e.similarity INTO best
         FROM pgdedup_edges e JOIN pgdedup_kept k ON k.text_hash = e.h2
@@ -338,6 +342,7 @@ BEGIN
             INSERT INTO pgdedup_kept VALUES (r.text_hash, r.row_id, r.row_key, r.rnk);
         END IF;
     END LOOP;
+    PERFORM set_config('enable_seqscan', seqscan, true);
 
     DELETE FROM pgdedup.duplicates d WHERE d.collection_id = cid;
     INSERT INTO pgdedup.duplicates (collection_id, row_key, duplicate_of, similarity)
