@@ -80,7 +80,7 @@ def main() -> None:
     spurious = _agree(full & np.uint64(0xFFFFFFFF)) & ~agreement["OPH + densification, 63-bit"]
     print(f"\n63-bit minima truncated to 32 bits: {int(spurious.sum())} spurious agreements in {spurious.size:,} "
           f"positions ({args.pairs} pairs × {K}); expected ~{spurious.size * 2.0 ** -32:.1e} (2**-32 each)")
-    print(f"bound = sqrt(mean J(1-J)/k), the k-permutation standard error averaged over the pairs")
+    print("bound = sqrt(mean J(1-J)/k), the k-permutation standard error averaged over the pairs")
 
 
 if __name__ == "__main__":
