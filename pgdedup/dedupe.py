@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from .collections import get
-from .db import connect, resolve_dsn
+from .db import connect
 from .exact import verify_exact
 
 
@@ -44,7 +44,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     or none.
     """
     t0 = time.perf_counter()
-    with connect(resolve_dsn(dsn)) as conn:
+    with connect(dsn) as conn:
         coll = get(conn, name)
         if verify == "exact":
             verify_exact(conn, coll, threshold, max_bucket)

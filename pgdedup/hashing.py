@@ -1,8 +1,8 @@
 """Hash functions shared by features, signatures and bands.
 
-Tokens get a vectorised polynomial hash over their UTF-8 bytes (see ``word_hashes``); texts and
-band buckets are hashed with xxhash (XXH3, 64 bit, seeded). Everything downstream mixes 64-bit integers in numpy with the splitmix64 finaliser, a
-bijection on 64 bits with full avalanche: cheap, vectorised and stable across platforms.
+Tokens get a vectorised polynomial hash over their UTF-8 bytes (see ``word_hashes``); texts,
+row keys and band buckets are hashed with xxhash (XXH3, 64 bit). Everything downstream mixes
+64-bit integers in numpy with the splitmix64 finaliser, a bijection on 64 bits with full avalanche: cheap, vectorised and stable across platforms.
 numpy's uint64 arithmetic wraps modulo 2**64, which is exactly what these mixers need.
 """
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .collections import get
-from .db import PgdedupError, connect, resolve_dsn
+from .db import PgdedupError, connect
 from .exact import verify_exact
 from .signer import sign_texts
 
@@ -21,7 +21,7 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact.
     """
-    with connect(resolve_dsn(dsn)) as conn:
+    with connect(dsn) as conn:
         coll = get(conn, name)
         if verify == "exact":
             verify_exact(conn, coll, threshold)
@@ -36,7 +36,7 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
     collection's own parameters; most similar first."""
     if (key is None) == (text is None):
         raise PgdedupError("give exactly one of key or text")
-    with connect(resolve_dsn(dsn)) as conn:
+    with connect(dsn) as conn:
         coll = get(conn, name)
         if key is not None:
             return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
@@ -51,7 +51,7 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
 
 def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str, Any]]:
     """One dict per collection (or just ``name``): parameters, rows indexed, duplicates, last runs."""
-    with connect(resolve_dsn(dsn)) as conn:
+    with connect(dsn) as conn:
         exists = conn.execute("SELECT to_regclass('pgdedup.status') IS NOT NULL").fetchone()[0]
         if not exists:
             if name:
@@ -67,6 +67,6 @@ def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str,
 
 def candidate_similarities(name: str, *, dsn: str | None = None) -> list[float]:
     """Estimated similarity of every candidate pair of collection ``name`` (for ``tune``'s histogram)."""
-    with connect(resolve_dsn(dsn)) as conn:
+    with connect(dsn) as conn:
         coll = get(conn, name)
         return [r[0] for r in conn.execute("SELECT similarity FROM pgdedup.verified_pairs(%s, 0)", (coll.id,))]

@@ -10,6 +10,7 @@ DROP FUNCTION pgdedup.pairs(text, double precision, text);
 DROP FUNCTION pgdedup.edges(integer, double precision, integer, text, boolean);
 DROP FUNCTION pgdedup.verified_pairs(integer, double precision, integer, boolean);
 DROP FUNCTION pgdedup.candidate_pairs(integer, integer, boolean);
+DROP FUNCTION pgdedup.bucket_pairs(bigint[], integer);
 DROP FUNCTION pgdedup.bucket_members(integer);
 DROP FUNCTION pgdedup.representatives(integer);
 DROP FUNCTION pgdedup.similarity(text, text, text);

@@ -94,6 +94,16 @@ LANGUAGE sql STABLE SET work_mem = '256MB' AS $$
     JOIN pgdedup.representatives(p_collection_id) r ON r.row_id = u.row_id
 $$;
 
+-- The pairs (row_a < row_b) one bucket contributes: every member with each of the bucket's first
+-- p_max_bucket members (its order decides which members lead).
+CREATE FUNCTION pgdedup.bucket_pairs(ids bigint[], p_max_bucket integer)
+RETURNS TABLE (row_a bigint, row_b bigint)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT least(ids[i], ids[j]), greatest(ids[i], ids[j])
+    FROM generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
+         generate_series(i + 1, cardinality(ids)) AS j
+$$;
+
 -- Candidate pairs (row_a < row_b) of representatives sharing a bucket in at least one band.
 -- A bucket of m members yields all m(m-1)/2 pairs when m <= p_max_bucket; a larger bucket
 -- (boilerplate shared by thousands of rows) pairs each member with the bucket's first
@@ -115,10 +125,7 @@ BEGIN
             GROUP BY m.band, m.bucket
             HAVING count(*) > 1
         )
-        SELECT DISTINCT least(ids[i], ids[j]), greatest(ids[i], ids[j])
-        FROM buckets,
-             generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
-             generate_series(i + 1, cardinality(ids)) AS j;
+        SELECT DISTINCT p.row_a, p.row_b FROM buckets, pgdedup.bucket_pairs(ids, p_max_bucket) p;
     ELSE
         RETURN QUERY
         WITH buckets AS (
@@ -127,10 +134,7 @@ BEGIN
             GROUP BY m.band, m.bucket
             HAVING count(*) > 1
         )
-        SELECT DISTINCT ids[i], ids[j]
-        FROM buckets,
-             generate_series(1, least(cardinality(ids) - 1, p_max_bucket)) AS i,
-             generate_series(i + 1, cardinality(ids)) AS j;
+        SELECT DISTINCT p.row_a, p.row_b FROM buckets, pgdedup.bucket_pairs(ids, p_max_bucket) p;
     END IF;
 END $$;
 
