@@ -8,10 +8,12 @@ It always runs on a connection handed over by ``pgdedup.migrate``.
 from alembic import context
 from sqlalchemy import text
 
-from pgdedup.migrate import SCHEMA, VERSION_TABLE
+from pgdedup.schema import SCHEMA, VERSION_TABLE
 
 connection = context.config.attributes["connection"]
-connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+# only when missing: CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when it exists
+if connection.execute(text("SELECT pg_catalog.to_regnamespace(:s)"), {"s": SCHEMA}).scalar() is None:
+    connection.execute(text(f"CREATE SCHEMA {SCHEMA}"))
 context.configure(
     connection=connection,
     version_table=VERSION_TABLE,

@@ -4,7 +4,8 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 ``status``; ``sign_texts`` computes signatures without any database.
 """
 
-from .db import PgdedupError
+from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
+                     RowNotFound, StaleResults, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
 from .loader import IndexResult, index
 from .migrate import downgrade, migrate
@@ -12,5 +13,6 @@ from .params import Params
 from .queries import pairs, similar, status
 from .signer import SignedChunk, sign_texts
 
-__all__ = ["DedupeResult", "IndexResult", "Params", "PgdedupError", "SignedChunk", "dedupe", "downgrade",
-           "index", "migrate", "pairs", "sign_texts", "similar", "status"]
+__all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
+           "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "StaleResults", "UnsafeOperation",
+           "dedupe", "downgrade", "index", "migrate", "pairs", "sign_texts", "similar", "status"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from typing import Any
 import psycopg
 
 from . import demo as demo_mod
-from .db import PgdedupError
+from .errors import PgdedupError, message_of
 from .dedupe import dedupe
 from .loader import DEFAULT_CHUNK, index
 from .migrate import current_revision, migrate
@@ -131,6 +132,8 @@ def _json_default(value: Any) -> Any:
 
 def _print_pairs(args: argparse.Namespace) -> None:
     rows = pairs(args.name, threshold=args.threshold, verify=args.verify, dsn=args.dsn)
+    first = next(rows, None)  # errors (no collection, bad threshold) come before any output
+    rows = itertools.chain([first], rows) if first is not None else iter(())
     out = sys.stdout
     if args.format == "csv":
         writer = csv.writer(out, lineterminator="\n")
@@ -209,17 +212,30 @@ def run(args: argparse.Namespace) -> None:
         _print_tune(args)
 
 
+def _error_line(exc: BaseException) -> str | None:
+    """The one line to print for an error a user can act on, or None for a bug (a traceback)."""
+    if isinstance(exc, (PgdedupError, ValueError)):
+        return str(exc).strip().splitlines()[0].removeprefix("pgdedup: ") if str(exc).strip() else type(exc).__name__
+    orig = exc if isinstance(exc, psycopg.Error) else getattr(exc, "orig", None)  # SQLAlchemy wraps
+    if isinstance(orig, psycopg.Error):
+        return message_of(orig)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; exit status 0, 1 for an error (one line on stderr), 130 on Ctrl-C."""
     args = build_parser().parse_args(argv)
     try:
         run(args)
-    except (PgdedupError, ValueError) as exc:
-        print(f"pgdedup: error: {exc}", file=sys.stderr)
-        return 1
-    except psycopg.Error as exc:
-        message = (exc.diag.message_primary if exc.diag and exc.diag.message_primary else str(exc)).strip()
-        print(f"pgdedup: error: {message.splitlines()[0] if message else type(exc).__name__}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("pgdedup: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        line = _error_line(exc)
+        if line is None:
+            raise
+        print(f"pgdedup: error: {line}", file=sys.stderr)
+        return 1
     return 0

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
-from .db import PgdedupError, Source
+from .db import Source
+from .errors import CollectionNotFound, InvalidArgument
 from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
@@ -44,7 +46,7 @@ def get(conn: psycopg.Connection, name: str) -> Collection:
     if found is None:
         names = [r[0] for r in conn.execute("SELECT name FROM pgdedup.collections ORDER BY name")]
         known = ", ".join(names) if names else "none yet; run `pgdedup index` first"
-        raise PgdedupError(f"no collection named {name!r} (collections: {known})")
+        raise CollectionNotFound(f"no collection named {name!r} (collections: {known})")
     return found
 
 
@@ -58,37 +60,53 @@ def _source_differences(old: Source, new: Source) -> list[str]:
             for f in fields if getattr(old, f) != getattr(new, f)]
 
 
-def ensure(conn: psycopg.Connection, name: str, source: Source, params: Params, reindex: bool) -> Collection:
-    """Create the collection, or check the stored one matches; ``reindex`` wipes and re-parameterises it
-    (even when nothing changed: it is how a user asks for a rebuild from scratch).
+def _values(source: Source, params: Params) -> tuple:
+    return (source.schema, source.table, source.key, source.key_type, list(source.text_columns),
+            params.unit, params.ngram, params.num_perm, params.bands, params.rows, params.seed,
+            params.threshold, params.band_threshold, params.algorithm)
+
+
+def find_or_create(conn: psycopg.Connection, name: str, source: Source, params: Params) -> Collection:
+    """The collection called ``name``, created with ``source`` and ``params`` if it does not exist.
+
+    Creating writes nothing but this one row (two concurrent first runs create it once); the
+    caller takes the collection's lock next and only then checks or changes anything.
+    """
+    conn.execute(
+        """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
+               text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold,
+               algorithm)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (name) DO NOTHING""", (name, *_values(source, params)))
+    return get(conn, name)
+
+
+def settle(conn: psycopg.Connection, existing: Collection, source: Source, params: Params,
+           reindex: bool) -> Collection:
+    """Check the stored settings match; ``reindex`` wipes and re-parameterises the collection (even
+    when nothing changed: it is how a user asks for a rebuild from scratch). Call it holding the
+    collection's lock, in a transaction.
 
     Mixing signatures made with different parameters would make every comparison meaningless,
-    so a mismatch is refused unless the caller asks for a re-index.
+    so a mismatch is refused unless the caller asks for a re-index. A re-index also drops the
+    results computed from the old signatures (``pgdedup.duplicates``, ``pgdedup.exact_pairs``).
+
+    Raises:
+        InvalidArgument: the settings differ and ``reindex`` is false.
     """
-    existing = find(conn, name)
-    values = (source.schema, source.table, source.key, source.key_type, list(source.text_columns),
-              params.unit, params.ngram, params.num_perm, params.bands, params.rows, params.seed,
-              params.threshold, params.band_threshold, params.algorithm)
-    if existing is None:
-        conn.execute(
-            """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
-                   text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold,
-                   algorithm)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", (name, *values))
-        return get(conn, name)
     differences = _source_differences(existing.source, source) + existing.params.differences(params)
     if not reindex:
         if not differences:
             return existing
-        raise PgdedupError(f"collection {name!r} was indexed with other settings ({'; '.join(differences)}); "
-                           "rerun with --reindex to rebuild it")
-    conn.execute("DELETE FROM pgdedup.band_keys WHERE collection_id = %s", (existing.id,))
-    conn.execute("DELETE FROM pgdedup.band_keys_staged WHERE collection_id = %s", (existing.id,))
-    conn.execute("DELETE FROM pgdedup.signatures WHERE collection_id = %s", (existing.id,))
+        raise InvalidArgument(f"collection {existing.name!r} was indexed with other settings "
+                              f"({'; '.join(differences)}); rerun with --reindex to rebuild it")
+    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs"):
+        conn.execute(sql.SQL("DELETE FROM pgdedup.{} WHERE collection_id = %s").format(sql.Identifier(table)),
+                     (existing.id,))
     conn.execute(
         """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,
                key_type = %s, text_columns = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
                rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
                indexed_at = NULL
-           WHERE collection_id = %s""", (*values, existing.id))
-    return get(conn, name)
+           WHERE collection_id = %s""", (*_values(source, params), existing.id))
+    return get(conn, existing.name)

@@ -7,14 +7,24 @@ in the catalog first, so a missing table or column is a clear error before anyth
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
+from .errors import PgdedupError, UnsafeOperation
 
-class PgdedupError(Exception):
-    """An error with a one-line message meant for the user (the CLI prints it and exits 1)."""
+#: The search_path of every pgdedup session: no object of another schema can stand in for a
+#: built-in function or operator, and pgdedup's own objects are always schema-qualified.
+SAFE_SEARCH_PATH = "pg_catalog, pg_temp"
+#: How often the server checks that the client is still there during a long query, so the work
+#: of a killed run stops instead of running on (PostgreSQL 14+).
+CLIENT_CHECK_INTERVAL = "2s"
+
+# The schemas a connection's user had on their search_path before pgdedup pinned its own:
+# table names given without a schema are looked up there, as psql would.
+_user_schemas: "weakref.WeakKeyDictionary[psycopg.Connection, list[str]]" = weakref.WeakKeyDictionary()
 
 
 def resolve_dsn(dsn: str | None = None) -> str:
@@ -25,12 +35,34 @@ def resolve_dsn(dsn: str | None = None) -> str:
 
 
 def connect(dsn: str | None = None, **kwargs: object) -> psycopg.Connection:
-    """A psycopg connection; connection failures become a one-line ``PgdedupError``."""
+    """A psycopg connection with pgdedup's session settings (``pin_session``).
+
+    Raises:
+        PgdedupError: the server cannot be reached (one line, libpq's reason).
+    """
     try:
-        return psycopg.connect(resolve_dsn(dsn), **kwargs)  # type: ignore[arg-type]
+        conn = psycopg.connect(resolve_dsn(dsn), **kwargs)  # type: ignore[arg-type]
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection failed"
         raise PgdedupError(f"cannot connect to PostgreSQL: {first}") from exc
+    pin_session(conn)
+    return conn
+
+
+def pin_session(conn: psycopg.Connection) -> None:
+    """Pin ``search_path`` to ``SAFE_SEARCH_PATH`` (remembering the user's schemas for name
+    lookups) and let the server notice a vanished client during long queries.
+
+    Why: pgdedup runs as owners and superusers; with the user's search_path, a function another
+    role created in ``public`` could be picked instead of a built-in one and run with their rights.
+    """
+    _user_schemas[conn] = conn.execute("SELECT pg_catalog.current_schemas(false)").fetchone()[0]
+    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (SAFE_SEARCH_PATH,))
+    if conn.info.server_version >= 140000:
+        conn.execute("SELECT pg_catalog.set_config('client_connection_check_interval', %s, false)",
+                     (CLIENT_CHECK_INTERVAL,))
+    if not conn.autocommit:
+        conn.commit()
 
 
 #: Key column types pgdedup accepts, by their ``regtype`` name.
@@ -64,8 +96,14 @@ class Source:
 
     @property
     def key_cast(self) -> sql.SQL:
-        """The key's type, to cast stored text keys back (so the source's own key index is usable)."""
-        assert self.key_type in KEY_TYPES
+        """The key's type, to cast stored text keys back (so the source's own key index is usable).
+
+        Raises:
+            UnsafeOperation: the recorded type is not one of ``KEY_TYPES`` (a type name read from
+                a table is never spliced into SQL unchecked).
+        """
+        if self.key_type not in KEY_TYPES:
+            raise UnsafeOperation(f"unsupported key type {self.key_type!r} recorded for {self.label}")
         return sql.SQL(self.key_type)
 
 
@@ -75,6 +113,7 @@ def find_table(conn: psycopg.Connection, table: str, schema: str | None = None) 
     The literal name is tried first, so a table called ``a.b`` or ``x"; drop table y; --``
     is found as itself; otherwise ``table`` is parsed as a (possibly quoted) qualified name.
     """
+    path = _user_schemas.get(conn) or conn.execute("SELECT pg_catalog.current_schemas(false)").fetchone()[0]
     candidates = [(schema, table)]
     if schema is None:
         try:
@@ -90,8 +129,9 @@ def find_table(conn: psycopg.Connection, table: str, schema: str | None = None) 
         row = conn.execute(
             """SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                WHERE c.relname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-                 AND (n.nspname = %s OR (%s::text IS NULL AND pg_table_is_visible(c.oid)))""",
-            (rel, nsp, nsp),
+                 AND (n.nspname = %s OR (%s::text IS NULL AND n.nspname = ANY (%s)))
+               ORDER BY array_position(%s, n.nspname::text) LIMIT 1""",
+            (rel, nsp, nsp, path, path),
         ).fetchone()
         if row:
             return row[0], row[1]

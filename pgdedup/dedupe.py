@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .collections import get
 from .db import connect
+from .errors import translated
 from .exact import verify_exact
 
 
@@ -40,18 +41,35 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     ``pgdedup."<name>_duplicates"`` of the source rows with their marks.
     ``keep_order`` is an ORDER BY list of source columns (e.g. ``"published_at, feed_item_id"``);
     the first row of a group in that order is kept. ``verify="exact"`` re-checks candidates
-    with exact Jaccard from the source text first (see ``exact``). One transaction: all marks
-    or none.
+    with exact Jaccard from the source text first (see ``exact``).
+
+    Every argument is checked before anything is written. A column pgdedup has to add is added
+    in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
+    ACCESS EXCLUSIVE lock); the marks are then decided and written in one transaction (all or
+    none) that holds the collection's lock and only row locks on the source table.
+
+    Raises:
+        CollectionNotFound: no such collection.
+        InvalidArgument: a threshold outside (0, 1], max_bucket < 1, an unknown verify mode or
+            an unreadable keep order.
+        UnsafeOperation: ``column`` is not one pgdedup may write (the key, a text column, a
+            column with values pgdedup did not write, another column than the recorded one).
+        CollectionBusy: another run holds the collection, or the table could not be locked in time.
     """
     t0 = time.perf_counter()
-    with connect(dsn) as conn:
+    with translated(), connect(dsn, application_name=f"pgdedup dedupe {name}") as conn:
         coll = get(conn, name)
+        conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
+        conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
+        if alter:
+            where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
+            conn.commit()  # the column (if added) and its brief table lock: done
+        conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         if verify == "exact":
             verify_exact(conn, coll, threshold, max_bucket)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()
-            where = f"{coll.source.label}.{column}"
         else:
             row = conn.execute("SELECT * FROM pgdedup.find_duplicates(%s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, max_bucket, verify)).fetchone()

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import textwrap
 
+import psycopg
+import psycopg.sql
+
 from . import sample
 from .db import connect
+from .errors import UnsafeOperation
 from .dedupe import dedupe
 from .loader import index
 from .localpg import LocalPostgres
@@ -20,8 +24,19 @@ DEFAULT_ROWS = 5000
 TEXT_COLUMNS = ["title", "summary", "content"]
 
 
+DEMO_COMMENT = "sample rows made by pgdedup demo"
+
+
+def _user_connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+    """A plain connection with the user's own search_path: the demo acts as a user of its table."""
+    try:
+        return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
+    except psycopg.OperationalError:
+        return connect(dsn, **kwargs)  # raises the one-line PgdedupError
+
+
 def _show_groups(dsn: str, groups: int = 3) -> None:
-    with connect(dsn) as conn:
+    with _user_connect(dsn) as conn:
         kept = conn.execute(
             "SELECT duplicate_of, count(*) FROM feed_items WHERE duplicate_of IS NOT NULL "
             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s", (groups,)).fetchall()
@@ -38,9 +53,16 @@ def _show_groups(dsn: str, groups: int = 3) -> None:
 
 
 def _run_on(dsn: str, rows: int) -> None:
-    with connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS feed_items")
+    with _user_connect(dsn, autocommit=True) as conn:
+        comment = conn.execute("SELECT obj_description(to_regclass('feed_items'), 'pg_class'), "
+                               "to_regclass('feed_items') IS NOT NULL").fetchone()
+        if comment[1] and comment[0] != DEMO_COMMENT:
+            raise UnsafeOperation("a table feed_items already exists in that database and the demo did not "
+                                  "create it; the demo never drops a table it did not make: use another database")
+        if comment[1]:  # the demo's own table from an earlier run
+            conn.execute("DROP TABLE feed_items CASCADE")
         loaded = sample.load(conn, rows)
+        conn.execute(psycopg.sql.SQL("COMMENT ON TABLE feed_items IS {}").format(psycopg.sql.Literal(DEMO_COMMENT)))
     print(f"loaded {loaded} sample rows into feed_items")
     print(index("feed_items", "feed_item_id", TEXT_COLUMNS, dsn=dsn).summary())
     print(dedupe("feed_items", keep_order="published_at, feed_item_id", dsn=dsn).summary())

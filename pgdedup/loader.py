@@ -9,13 +9,14 @@ where the last run stopped. Source rows are only ever read.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -25,13 +26,13 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from . import collections, copybin, hashing
-from .db import PgdedupError, Source, connect, resolve_dsn, resolve_source
-from .migrate import migrate
+from .db import Source, connect, resolve_dsn, resolve_source
+from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
+from .schema import require_head
 from .params import Params
 from .signer import sign_texts
 
 DEFAULT_CHUNK = 2000
-_LOCK_CLASS = 0x70676464  # 'pgdd': advisory-lock namespace, second key is the collection id
 
 
 @dataclass
@@ -99,10 +100,12 @@ def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: in
 
 
 def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
-                 band_table: str) -> None:
+                 band_table: str, lock_holder: int) -> None:
     """Sign one chunk and store it in one transaction (old versions of changed rows replaced).
 
     ``band_table`` is ``pgdedup.band_keys``, or ``pgdedup.band_keys_staged`` during a first load.
+    The transaction first checks that backend ``lock_holder`` (the run's own session) still holds
+    the collection's lock, so nothing is written for a run that has died or been replaced.
     """
     texts = ["\n".join(c for c in r[3:] if c is not None) for r in rows]
     signed = sign_texts(texts, params)
@@ -110,6 +113,7 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
     row_ids = hashing.row_ids(keys)
     existing = [r[1] for r in rows if r[1] is not None]
     with conn.transaction():
+        conn.execute("SELECT pgdedup.assert_locked_by(%s, %s)", (collection_id, lock_holder))
         if existing:
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, existing))
         stream = copybin.signatures(collection_id, keys, row_ids, [r[2] for r in rows],
@@ -124,53 +128,148 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
             copy.write(copybin.band_keys(collection_id, row_ids[keep], signed.buckets[keep]))
 
 
-def _sign_range(dsn: str, collection_id: int, source: Source, params: Params, lo: str | None, hi: str | None,
-                chunk_size: int, band_table: str, report: Callable[[int], object]) -> int:
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs to sign one key range (picklable: it crosses into a spawned process)."""
+
+    dsn: str
+    collection_id: int
+    name: str
+    source: Source
+    params: Params
+    chunk_size: int
+    band_table: str
+    lock_holder: int  # backend pid of the run's session, which holds the collection's lock
+
+
+def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int], object]) -> int:
     """Stream, sign and store the new/changed rows of one key range; returns rows signed."""
     signed = 0
-    with connect(dsn, autocommit=True) as writer, connect(dsn) as reader, \
-            reader.cursor(name="pgdedup_index") as cur:
-        cur.itersize = chunk_size
-        cur.execute(_stream_query(source, collection_id, lo, hi))
-        while rows := cur.fetchmany(chunk_size):
+    app = f"pgdedup index {job.name} (worker)"
+    with connect(job.dsn, autocommit=True, application_name=app) as writer, \
+            connect(job.dsn, application_name=app) as reader, reader.cursor(name="pgdedup_index") as cur:
+        # the join with pgdedup.signatures is planned on statistics that may not cover this
+        # collection yet (a new collection, a resume after a crash): a nested loop planned for
+        # "no rows" becomes quadratic, so only hash or merge joins are allowed here
+        reader.execute("SET LOCAL enable_nestloop = off")
+        cur.itersize = job.chunk_size
+        cur.execute(_stream_query(job.source, job.collection_id, lo, hi))
+        while rows := cur.fetchmany(job.chunk_size):
             try:
-                _write_chunk(writer, collection_id, rows, params, band_table)
+                _write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder)
             except psycopg.errors.UniqueViolation as exc:
                 what = ("two keys hash to the same row id (xxh3 collision); please report it"
                         if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
-                raise PgdedupError(f"key column {source.key!r} of {source.label}: {what} "
-                                   f"({exc.diag.message_detail or 'duplicate key'})") from exc
+                raise UnsafeOperation(f"key column {job.source.key!r} of {job.source.label}: {what} "
+                                      f"({exc.diag.message_detail or 'duplicate key'})") from exc
             signed += len(rows)
             report(len(rows))
     return signed
 
 
-def _worker(args: tuple, progress: "mp.Queue[int]") -> int:
-    """Entry point of a worker process: one key range."""
-    return _sign_range(*args, report=progress.put)
+def _die_with_parent(parent: int) -> None:
+    """Make this process get SIGKILL when its parent dies (Linux), and stop now if it already has.
+
+    Why: a worker killed with its parent's ``kill -9`` must not keep running; its database
+    session then ends and its open chunk transaction rolls back.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
-def _sign_parallel(dsn: str, coll_id: int, source: Source, params: Params,
-                   ranges: list[tuple[str | None, str | None]], chunk_size: int, band_table: str, bar: tqdm) -> int:
-    """Sign key ranges in worker processes (spawned: no connection is shared across a fork)."""
+def _worker(job: _Job, lo: str | None, hi: str | None, parent: int, results: "mp.Queue[tuple[str, object]]") -> None:
+    """Entry point of a worker process: one key range; reports ("progress", n), then ("done", n)
+    or ("error", message)."""
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    try:
+        results.put(("done", _sign_range(job, lo, hi, lambda n: results.put(("progress", n)))))
+    except Exception as exc:  # every failure goes back to the parent, which raises it
+        results.put(("error", message_of(exc) if isinstance(exc, psycopg.Error) else str(exc)))
+
+
+def _sign_parallel(job: _Job, ranges: list[tuple[str | None, str | None]], bar: tqdm) -> int:
+    """Sign key ranges in worker processes (spawned: no connection is shared across a fork).
+
+    The workers die with this process (and are terminated when it stops early, e.g. on Ctrl-C).
+
+    Raises:
+        PgdedupError: a worker failed or died.
+    """
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(len(ranges), mp_context=ctx) as pool:
-        progress = manager.Queue()
-        futures = [pool.submit(_worker, (dsn, coll_id, source, params, lo, hi, chunk_size, band_table), progress)
-                   for lo, hi in ranges]
-        while not all(f.done() for f in futures):
+    results: "mp.Queue[tuple[str, object]]" = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(job, lo, hi, os.getpid(), results), daemon=True)
+             for lo, hi in ranges]
+    signed = finished = 0
+    try:
+        for p in procs:
+            p.start()
+        while finished < len(procs):
             try:
-                bar.update(progress.get(timeout=0.2))
+                kind, value = results.get(timeout=0.5)
             except queue.Empty:
-                pass
-        while not progress.empty():
-            bar.update(progress.get())
-        return sum(f.result() for f in futures)
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if dead and results.empty():
+                    raise PgdedupError(f"a worker process died (exit code {dead[0]})") from None
+                continue
+            if kind == "progress":
+                bar.update(value)
+            elif kind == "done":
+                signed += int(value)  # type: ignore[call-overload]
+                finished += 1
+            else:
+                raise PgdedupError(str(value))
+        return signed
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join()
 
 
 def default_workers(rows: int) -> int:
     """One worker per core, but no more than one per 25,000 rows (a process costs ~1 s to start)."""
     return max(1, min(os.cpu_count() or 1, rows // 25_000))
+
+
+def _check_run_options(chunk_size: int, workers: int | None) -> None:
+    """Raises InvalidArgument for a chunk size or worker count below 1."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise InvalidArgument(f"chunk_size must be a positive integer, not {chunk_size!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InvalidArgument(f"workers must be a positive integer, not {workers!r}")
+
+
+def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
+    """Make sure no two rows share a key, before anything is signed.
+
+    A valid unique index on the key column alone (PRIMARY KEY, UNIQUE) proves it for free;
+    otherwise (a view, a table without one) every run counts the keys.
+
+    Raises:
+        UnsafeOperation: a key occurs twice (the message names one).
+    """
+    proved = conn.execute(
+        """SELECT EXISTS (
+               SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a
+                 ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+               WHERE i.indrelid = (pg_catalog.quote_ident(%s) || '.' || pg_catalog.quote_ident(%s))::regclass
+                 AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL
+                 AND i.indexprs IS NULL AND a.attname = %s)""",
+        (source.schema, source.table, source.key)).fetchone()[0]
+    if proved:
+        return
+    dup = conn.execute(sql.SQL(
+        "SELECT {k}::text, count(*) FROM {t} WHERE {k} IS NOT NULL GROUP BY {k} HAVING count(*) > 1 LIMIT 1"
+    ).format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
+    if dup:
+        raise UnsafeOperation(
+            f"key column {source.key!r} of {source.label} is not unique: {dup[0]!r} occurs {dup[1]} times; "
+            "pgdedup needs a unique key (a PRIMARY KEY or UNIQUE constraint also makes this check free)")
 
 
 def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str | None = None,
@@ -183,45 +282,71 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
     results do not depend on it. Worker processes are spawned, so a script that asks for more
     than one must call this under ``if __name__ == "__main__":``. ``progress`` None shows a
     progress bar when stderr is a terminal.
+
+    Everything is checked (table, columns, parameters, unique keys) before the first write; then
+    the collection's lock is taken and held for the whole run, and every chunk's transaction
+    checks it is still held.
+
+    Raises:
+        InvalidArgument: bad parameters, or settings that differ from the stored ones without ``reindex``.
+        UnsafeOperation: the key is not unique.
+        CollectionBusy: another run (index, dedupe, ...) holds the collection's lock.
+        PgdedupError: a missing table or column, a failed worker, a connection failure.
     """
     params = params or Params()
+    _check_run_options(chunk_size, workers)
     dsn = resolve_dsn(dsn)
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
-    with connect(dsn, autocommit=True) as writer:
+    with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
         source = resolve_source(writer, table, key, text, schema)  # before any schema change
-        migrate(dsn)
+        require_head(writer, dsn)
         name = name or source.table
-        with writer.transaction():
-            coll = collections.ensure(writer, name, source, params, reindex)
-        locked = writer.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_CLASS, coll.id)).fetchone()[0]
-        if not locked:
-            raise PgdedupError(f"another `pgdedup index` of collection {name!r} is running")
-        removed = _remove_vanished(writer, source, coll.id)
-        source_rows, null_keys = writer.execute(
-            sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
-            .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
-        show = sys.stderr.isatty() if progress is None else progress
-        total = source_rows if coll.rows_indexed == 0 else None
-        ranges = _key_ranges(writer, source, workers if workers is not None else default_workers(source_rows))
-        # a first load stages its band keys and moves them in one sorted insert at the end;
-        # a crashed run's staged keys are moved first, so a rerun sees everything committed
-        writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
-        bands = "pgdedup.band_keys_staged" if coll.rows_indexed == 0 else "pgdedup.band_keys"
-        with tqdm(total=total, unit="rows", desc=f"indexing {name}", disable=not show, file=sys.stderr) as bar:
-            if len(ranges) == 1:
-                signed = _sign_range(dsn, coll.id, source, coll.params, None, None, chunk_size, bands, bar.update)
-            else:
-                signed = _sign_parallel(dsn, coll.id, source, coll.params, ranges, chunk_size, bands, bar)
-        writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
-        seconds = time.perf_counter() - t0
-        result = IndexResult(name, source_rows, signed, removed, seconds, coll.params, null_keys)
-        result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,
-                        "null_keys": null_keys, "seconds": round(seconds, 3)}
-        with writer.transaction():
-            writer.execute(
-                "UPDATE pgdedup.collections SET rows_indexed = (SELECT count(*) FROM pgdedup.signatures "
-                "WHERE collection_id = %s), indexed_at = now() WHERE collection_id = %s", (coll.id, coll.id))
-            writer.execute("INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats) VALUES (%s, 'index', %s, %s)",
-                           (coll.id, started, Jsonb(result.stats)))
-        writer.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_CLASS, coll.id))
+        writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
+        check_unique_key(writer, source)
+        coll = collections.find_or_create(writer, name, source, params)
+        writer.execute("SELECT pgdedup.lock_collection(%s, true)", (coll.id,))
+        try:
+            with writer.transaction():
+                coll = collections.settle(writer, coll, source, params, reindex)
+            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0)
+            with writer.transaction():
+                writer.execute(
+                    "UPDATE pgdedup.collections SET rows_indexed = (SELECT count(*) FROM pgdedup.signatures "
+                    "WHERE collection_id = %s), indexed_at = now() WHERE collection_id = %s", (coll.id, coll.id))
+                writer.execute("INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats) "
+                               "VALUES (%s, 'index', %s, %s)", (coll.id, started, Jsonb(result.stats)))
+        finally:
+            if not writer.closed and not writer.broken:
+                writer.execute("SELECT pg_catalog.pg_advisory_unlock(1885824100, %s)", (coll.id,))
+    return result
+
+
+def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
+         progress: bool | None, workers: int | None, t0: float) -> IndexResult:
+    """The locked part of an index run: forget vanished rows, sign new and changed ones."""
+    removed = _remove_vanished(writer, source, coll.id)
+    source_rows, null_keys = writer.execute(
+        sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
+        .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
+    show = sys.stderr.isatty() if progress is None else progress
+    total = source_rows if coll.rows_indexed == 0 else None
+    parts = workers if workers is not None else default_workers(source_rows)
+    ranges = _key_ranges(writer, source, min(parts, max(1, source_rows)))
+    # a first load stages its band keys and moves them in one sorted insert at the end;
+    # a crashed run's staged keys are moved first, so a rerun sees everything committed
+    writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
+    bands = "pgdedup.band_keys_staged" if coll.rows_indexed == 0 else "pgdedup.band_keys"
+    job = _Job(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
+    with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:
+        if len(ranges) == 1:
+            signed = _sign_range(job, None, None, bar.update)
+        else:
+            signed = _sign_parallel(job, ranges, bar)
+    writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
+    if signed or removed:  # what was just written is what the next run's joins are planned on
+        writer.execute("ANALYZE pgdedup.signatures")
+    seconds = time.perf_counter() - t0
+    result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
+    result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,
+                    "null_keys": null_keys, "seconds": round(seconds, 3)}
     return result

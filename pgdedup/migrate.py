@@ -21,9 +21,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, create_engine
 
 from .db import connect
-
-SCHEMA = "pgdedup"
-VERSION_TABLE = "pgdedup_version"
+from .errors import translated
+from .schema import SCHEMA, VERSION_TABLE
 
 Target = str | Engine | Connection
 
@@ -88,14 +87,19 @@ def _keep_outer_alembic() -> Iterator[None]:
 
 
 def migrate(target: Target = "", revision: str = "head") -> None:
-    """Upgrade the pgdedup schema to ``revision`` (default: the newest)."""
-    with _connection(target) as conn, _keep_outer_alembic():
+    """Upgrade the pgdedup schema to ``revision`` (default: the newest).
+
+    Raises:
+        PermissionDenied: the role may not create the schema or its objects.
+        alembic.util.CommandError: no such revision.
+    """
+    with translated(), _connection(target) as conn, _keep_outer_alembic():
         command.upgrade(_config(conn), revision)
 
 
 def downgrade(target: Target, revision: str = "base") -> None:
     """Downgrade the pgdedup schema to ``revision`` (``base`` removes everything but the schema)."""
-    with _connection(target) as conn, _keep_outer_alembic():
+    with translated(), _connection(target) as conn, _keep_outer_alembic():
         command.downgrade(_config(conn), revision)
 
 

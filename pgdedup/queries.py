@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .collections import get
-from .db import PgdedupError, connect
+from .db import connect
+from .errors import CollectionNotFound, InvalidArgument, translated
 from .exact import verify_exact
 from .signer import sign_texts
 
@@ -19,11 +20,17 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
           dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
     """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
 
-    ``verify="exact"`` re-checks candidates against the source text; similarities are then exact.
+    ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
+    (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock).
+
+    Raises:
+        CollectionNotFound, InvalidArgument, CollectionBusy (see ``dedupe``).
     """
-    with connect(dsn) as conn:
+    with translated(), connect(dsn, application_name=f"pgdedup pairs {name}") as conn:
         coll = get(conn, name)
+        conn.execute("SELECT pgdedup.check_args(%s, 100, %s)", (threshold, verify))
         if verify == "exact":
+            conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
             verify_exact(conn, coll, threshold)
         with conn.cursor(name="pgdedup_pairs") as cur:
             cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s)", (name, threshold, verify))
@@ -35,8 +42,8 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
     """Rows of collection ``name`` similar to the row with ``key``, or to ``text`` signed with the
     collection's own parameters; most similar first."""
     if (key is None) == (text is None):
-        raise PgdedupError("give exactly one of key or text")
-    with connect(dsn) as conn:
+        raise InvalidArgument("give exactly one of key or text")
+    with translated(), connect(dsn) as conn:
         coll = get(conn, name)
         if key is not None:
             return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
@@ -51,11 +58,11 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
 
 def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str, Any]]:
     """One dict per collection (or just ``name``): parameters, rows indexed, duplicates, last runs."""
-    with connect(dsn) as conn:
+    with translated(), connect(dsn) as conn:
         exists = conn.execute("SELECT to_regclass('pgdedup.status') IS NOT NULL").fetchone()[0]
         if not exists:
             if name:
-                raise PgdedupError(f"no collection named {name!r} (no pgdedup schema yet; run `pgdedup index` first)")
+                raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema yet; run `pgdedup index` first)")
             return []
         if name:
             get(conn, name)
@@ -67,6 +74,6 @@ def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str,
 
 def candidate_similarities(name: str, *, dsn: str | None = None) -> list[float]:
     """Estimated similarity of every candidate pair of collection ``name`` (for ``tune``'s histogram)."""
-    with connect(dsn) as conn:
+    with translated(), connect(dsn) as conn:
         coll = get(conn, name)
         return [r[0] for r in conn.execute("SELECT similarity FROM pgdedup.verified_pairs(%s, 0)", (coll.id,))]

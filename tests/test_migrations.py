@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL
 
 import pgdedup
 from pgdedup.migrate import current_revision, engine_for
+from pgdedup.schema import HEAD
 
 APP = Path(__file__).parent / "app_migrations"
 
@@ -29,7 +30,7 @@ def test_upgrade_downgrade_upgrade(conn, dsn):
     head = _objects(conn)
     assert ("signatures", "r") in head and ("band_keys", "r") in head
     assert any(name.startswith("pgdedup.mark_duplicates(") for name, _ in head)
-    assert current_revision(dsn) == "0002_dedupe"
+    assert current_revision(dsn) == HEAD
     pgdedup.downgrade(dsn, "0001_schema")
     assert current_revision(dsn) == "0001_schema"
     assert not any(name.startswith("pgdedup.mark_duplicates(") for name, _ in _objects(conn))
@@ -49,7 +50,7 @@ def test_data_survives_upgrade_from_first_revision(conn, dsn):
     with pytest.raises(Exception):  # the loader needs head; migrate() inside index upgrades
         conn.execute("SELECT pgdedup.similarity('{1}'::int[], '{1}'::int[])")
     pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
-    assert current_revision(dsn) == "0002_dedupe"
+    assert current_revision(dsn) == HEAD
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 1.0
 
 
@@ -58,7 +59,7 @@ def test_app_alembic_version_untouched(conn, dsn):
     conn.execute("INSERT INTO alembic_version VALUES ('app_rev_42')")
     pgdedup.migrate(dsn)
     assert conn.execute("SELECT * FROM public.alembic_version").fetchall() == [("app_rev_42",)]
-    assert conn.execute("SELECT version_num FROM pgdedup.pgdedup_version").fetchall() == [("0002_dedupe",)]
+    assert conn.execute("SELECT version_num FROM pgdedup.pgdedup_version").fetchall() == [(HEAD,)]
 
 
 def _app_config(dsn: str) -> Config:
@@ -75,7 +76,7 @@ def test_app_brings_pgdedup_up_from_its_own_migration(conn, dsn):
     cfg = _app_config(dsn)
     command.upgrade(cfg, "head")
     assert conn.execute("SELECT version_num FROM public.alembic_version").fetchall() == [("a1_app_tables",)]
-    assert current_revision(dsn) == "0002_dedupe"
+    assert current_revision(dsn) == HEAD
     assert conn.execute("SELECT to_regclass('app_items_body') IS NOT NULL").fetchone()[0]
     conn.execute("INSERT INTO app_items VALUES (1, 'a b c d e f'), (2, 'a b c d e f g')")
     pgdedup.index("app_items", "id", ["body"], dsn=dsn, progress=False)

@@ -41,8 +41,9 @@ def test_similarity_by_key_matches_python(conn, indexed):
     assert one(conn, "SELECT pgdedup.similarity('docs', '1', '2')") == pytest.approx(expected)
     assert one(conn, "SELECT pgdedup.similarity('docs', '1', '4')") == 1.0
     assert one(conn, "SELECT pgdedup.similarity('docs', '5', '6')") == 0.0  # empty texts: similar to nothing
-    with pytest.raises(psycopg.errors.RaiseException, match='no collection named "nope"'):
+    with pytest.raises(psycopg.Error, match='no collection named "nope"') as info:
         conn.execute("SELECT pgdedup.similarity('nope', '1', '2')")
+    assert info.value.sqlstate == "PD001"
 
 
 def test_representatives_and_candidates(conn, indexed):
@@ -68,8 +69,9 @@ def test_similar_and_similar_to(conn, indexed):
     assert conn.execute("SELECT row_key FROM pgdedup.similar('docs', '1')").fetchall() == [("4",), ("2",)]
     assert conn.execute("SELECT row_key FROM pgdedup.similar('docs', '1', 0.5, 1)").fetchall() == [("4",)]
     assert conn.execute("SELECT * FROM pgdedup.similar('docs', '3')").fetchall() == []
-    with pytest.raises(psycopg.errors.RaiseException, match='no row with key "99"'):
+    with pytest.raises(psycopg.Error, match='no row with key "99"') as info:
         conn.execute("SELECT * FROM pgdedup.similar('docs', '99')")
+    assert info.value.sqlstate == "PD002"
     signed = sign_texts([NEAR])
     got = conn.execute("SELECT row_key FROM pgdedup.similar_to('docs', %s, %s)",
                        (signed.signature(0).tolist(), signed.buckets[0].tolist())).fetchall()

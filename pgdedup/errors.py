@@ -1,0 +1,81 @@
+"""pgdedup's exceptions: one class per kind of failure a caller may want to handle.
+
+SQL functions raise with pgdedup's own SQLSTATEs (class ``PD``); ``translated()`` turns those
+(and permission errors) into these classes at the API boundary, so a Python caller can write
+``except pgdedup.CollectionBusy`` instead of parsing messages. Every message is one line meant
+for a user; the CLI prints it as ``pgdedup: error: <message>`` and exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+
+class PgdedupError(Exception):
+    """Base class: an error with a one-line message meant for the user."""
+
+
+class CollectionNotFound(PgdedupError, LookupError):
+    """No collection of that name (or none the current role may read). SQLSTATE PD001."""
+
+
+class RowNotFound(PgdedupError, LookupError):
+    """The collection has no row with that key. SQLSTATE PD002."""
+
+
+class InvalidArgument(PgdedupError, ValueError):
+    """A parameter is out of range or malformed; nothing was written. SQLSTATE PD003."""
+
+
+class StaleResults(PgdedupError):
+    """Stored results do not belong to the current index. SQLSTATE PD004."""
+
+
+class CollectionBusy(PgdedupError):
+    """Another run holds the collection's lock (the message names it), or a table lock could not
+    be had in time. SQLSTATE PD005."""
+
+
+class UnsafeOperation(PgdedupError):
+    """Refused because it could damage data (e.g. marking a column pgdedup does not own).
+    SQLSTATE PD006."""
+
+
+class PermissionDenied(PgdedupError):
+    """The database refused the current role (SQLSTATE 42501)."""
+
+
+_BY_SQLSTATE: dict[str, type[PgdedupError]] = {
+    "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument, "PD004": StaleResults,
+    "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
+}
+
+
+def message_of(exc: BaseException) -> str:
+    """The first line of a database error's primary message (or of ``str(exc)``)."""
+    diag = getattr(exc, "diag", None)
+    text = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first.removeprefix("pgdedup: ")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise database errors with a pgdedup SQLSTATE (or 42501) as the matching class.
+
+    Errors wrapped by SQLAlchemy (migrations) are unwrapped first. Anything else passes through.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, PgdedupError):
+            raise
+        orig = exc if isinstance(exc, psycopg.Error) else getattr(exc, "orig", None)
+        if isinstance(orig, psycopg.Error):
+            cls = _BY_SQLSTATE.get(orig.sqlstate or "")
+            if cls is not None:
+                raise cls(message_of(orig)) from exc
+        raise
