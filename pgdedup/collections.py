@@ -72,6 +72,9 @@ def find_or_create(conn: psycopg.Connection, name: str, source: Source, params: 
     Creating writes nothing but this one row (two concurrent first runs create it once); the
     caller takes the collection's lock next and only then checks or changes anything.
     """
+    existing = find(conn, name)  # no INSERT for an existing row: it would wait for a run updating it
+    if existing is not None:
+        return existing
     conn.execute(
         """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
                text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold,

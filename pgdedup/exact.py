@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from .collections import Collection
+from .copybin import copy_into
 from .features import features
 from .normalise import normalise
 
@@ -60,14 +61,15 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     t = coll.params.threshold if threshold is None else threshold
     conn.execute("DELETE FROM pgdedup.exact_pairs WHERE collection_id = %s", (coll.id,))
     checked = kept = 0
-    with conn.cursor(name="pgdedup_exact") as cur, conn.cursor() as out:
+    with conn.cursor(name="pgdedup_exact") as cur:
         cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s) ORDER BY row_a",
                     (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket))
         while batch := list(islice(cur, BATCH)):
             sets = _feature_sets(conn, coll, sorted({i for pair in batch for i in pair}))
             good = [(coll.id, a, b, j) for a, b in batch
                     if (j := jaccard(sets.get(a, np.empty(0)), sets.get(b, np.empty(0)))) >= t]
-            with out.copy("COPY pgdedup.exact_pairs (collection_id, row_a, row_b, similarity) FROM STDIN") as copy:
+            with copy_into(conn, "exact_pairs", ("collection_id", "row_a", "row_b", "similarity"),
+                           binary=False) as copy:
                 for row in good:
                     copy.write_row(row)
             checked += len(batch)

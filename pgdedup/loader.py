@@ -33,6 +33,9 @@ from .params import Params
 from .signer import sign_texts
 
 DEFAULT_CHUNK = 2000
+#: Column order of the binary stream ``copybin.signatures`` builds.
+SIGNATURE_COLUMNS = ("collection_id", "row_id", "source_md5", "text_hash", "feature_count", "signature", "buckets",
+                     "row_key")
 
 
 @dataclass
@@ -91,19 +94,28 @@ def _key_ranges(conn: psycopg.Connection, source: Source, parts: int) -> list[tu
 
 
 def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: int) -> int:
-    """Forget rows whose key is no longer in the source table."""
-    ids = sql.SQL(
-        "SELECT pgdedup.forget_rows({cid}, ARRAY(SELECT g.row_id FROM pgdedup.signatures g "
-        "WHERE g.collection_id = {cid} AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.{key}::text = g.row_key)))"
-    ).format(cid=sql.Literal(collection_id), table=source.table_sql, key=sql.Identifier(source.key))
-    return int(conn.execute(ids).fetchone()[0])
+    """Forget rows whose key is no longer in the source table; returns how many.
+
+    The anti-join is planned without nested loops: statistics that do not cover this collection
+    yet would otherwise make it quadratic. Nothing is written (no lock on the tables taken)
+    when nothing vanished.
+    """
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_nestloop = off")
+        gone = conn.execute(sql.SQL(
+            "SELECT ARRAY(SELECT g.row_id FROM pgdedup.signatures g WHERE g.collection_id = %s "
+            "AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.{key}::text = g.row_key))"
+        ).format(table=source.table_sql, key=sql.Identifier(source.key)), (collection_id,)).fetchone()[0]
+        if gone:
+            conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, gone))
+    return len(gone)
 
 
 def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
                  band_table: str, lock_holder: int) -> None:
     """Sign one chunk and store it in one transaction (old versions of changed rows replaced).
 
-    ``band_table`` is ``pgdedup.band_keys``, or ``pgdedup.band_keys_staged`` during a first load.
+    ``band_table`` is ``band_keys``, or ``band_keys_staged`` during a first load.
     The transaction first checks that backend ``lock_holder`` (the run's own session) still holds
     the collection's lock, so nothing is written for a run that has died or been replaced.
     """
@@ -118,13 +130,10 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, existing))
         stream = copybin.signatures(collection_id, keys, row_ids, [r[2] for r in rows],
                                     signed.text_hashes, signed.feature_counts, signed.signatures, signed.buckets)
-        with conn.cursor().copy(
-                "COPY pgdedup.signatures (collection_id, row_id, source_md5, text_hash, feature_count, "
-                "signature, buckets, row_key) FROM STDIN (FORMAT BINARY)") as copy:
+        with copybin.copy_into(conn, "signatures", SIGNATURE_COLUMNS) as copy:
             copy.write(stream)
         keep = signed.feature_counts > 0
-        with conn.cursor().copy(
-                f"COPY {band_table} (collection_id, band, bucket, row_id) FROM STDIN (FORMAT BINARY)") as copy:
+        with copybin.copy_into(conn, band_table, ("collection_id", "band", "bucket", "row_id")) as copy:
             copy.write(copybin.band_keys(collection_id, row_ids[keep], signed.buckets[keep]))
 
 
@@ -335,7 +344,7 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
     # a first load stages its band keys and moves them in one sorted insert at the end;
     # a crashed run's staged keys are moved first, so a rerun sees everything committed
     writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
-    bands = "pgdedup.band_keys_staged" if coll.rows_indexed == 0 else "pgdedup.band_keys"
+    bands = "band_keys_staged" if coll.rows_indexed == 0 else "band_keys"
     job = _Job(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
     with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:
         if len(ranges) == 1:

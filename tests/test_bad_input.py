@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import pgdedup
 from pgdedup import Params, PgdedupError, sign_texts
 
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pgdedup", *args], capture_output=True, text=True)
+from clirun import cli
 
 
 def _schema_exists(conn) -> bool:
@@ -28,7 +23,7 @@ def _schema_exists(conn) -> bool:
 def test_missing_names_fail_cleanly(conn, dsn, args, message):
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text, score float8)")
     conn.execute("INSERT INTO t VALUES (1, 'some text here', 1.5)")
-    proc = _cli("index", *args, "--dsn", dsn)
+    proc = cli("index", *args, "--dsn", dsn)
     assert proc.returncode == 1
     assert proc.stderr.startswith("pgdedup: error: ") and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -37,7 +32,7 @@ def test_missing_names_fail_cleanly(conn, dsn, args, message):
 
 
 def test_bad_connection_is_one_line(tmp_path):
-    proc = _cli("status", "--dsn", f"host={tmp_path} port=1 dbname=x connect_timeout=2")
+    proc = cli("status", "--dsn", f"host={tmp_path} port=1 dbname=x connect_timeout=2")
     assert proc.returncode == 1
     assert proc.stderr.startswith("pgdedup: error: cannot connect to PostgreSQL")
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -49,7 +44,7 @@ def test_hostile_identifiers_are_quoted(conn, dsn):
     conn.execute('CREATE TABLE "x""; drop table y; --" ("id""--" int PRIMARY KEY, "te xt; drop table y" text)')
     conn.execute('INSERT INTO "x""; drop table y; --" VALUES (1, %s), (2, %s), (3, %s)',
                  ("one two three four five six seven", "one two three four five six seven", "other words"))
-    proc = _cli("index", 'x"; drop table y; --', "--key", 'id"--', "--text", "te xt; drop table y",
+    proc = cli("index", 'x"; drop table y; --', "--key", 'id"--', "--text", "te xt; drop table y",
                 "--dsn", dsn, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert "3 rows (3 signed" in proc.stdout

@@ -5,21 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from pgdedup.schema import HEAD
 
+from clirun import cli
 from planted import create, make_rows
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pgdedup", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-    return proc
 
 
 @pytest.fixture

@@ -1,0 +1,315 @@
+"""Safe on production tables: pgdedup never writes a column it does not own, takes its lock before
+its first write, checks every parameter before writing anything, and leaves no process behind.
+
+Concurrency and crash tests use real processes (the CLI in a child process), real signals
+(SIGKILL) and real lock waits on the server, never exceptions raised in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+import pgdedup
+
+from clirun import cli, cli_background, one_line_error
+from planted import create, make_rows
+
+
+def _wait_for(conn, predicate_sql: str, params=(), timeout: float = 30.0) -> None:
+    """Poll the server until ``predicate_sql`` is true (e.g. a session is waiting on a lock)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if conn.execute(predicate_sql, params).fetchone()[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for: {predicate_sql}")
+
+
+def _waiting(app_prefix: str) -> str:
+    return ("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE '"
+            + app_prefix + "%%' AND wait_event_type = 'Lock')")
+
+
+@pytest.fixture
+def items(conn, dsn):
+    rows, groups, originals = make_rows("bigint", groups=8, copies=3, unrelated=30)
+    create(conn, "items", "bigint", rows)
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    return rows
+
+
+def _columns(conn, table: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+        "ORDER BY attnum", (table,))]
+
+
+# 1. the marking column -------------------------------------------------------------------------
+
+def test_marking_the_key_is_refused_and_keys_survive(conn, dsn, items):
+    before = conn.execute("SELECT array_agg(id ORDER BY id) FROM items").fetchone()[0]
+    one_line_error(cli("dedupe", "items", "--column", "id", "--dsn", dsn), 'refusing to mark column "id"', "key")
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT * FROM pgdedup.mark_duplicates('items', p_column => 'id')")
+    assert info.value.sqlstate == "PD006"
+    assert conn.execute("SELECT array_agg(id ORDER BY id) FROM items").fetchone()[0] == before
+
+
+def test_marking_a_text_column_is_refused(conn, dsn):
+    conn.execute("CREATE TABLE notes (k text PRIMARY KEY, body text, extra text)")
+    conn.execute("INSERT INTO notes SELECT 'k' || g, 'one two three four five six seven eight', 'keep me' "
+                 "FROM generate_series(1, 20) g")
+    pgdedup.index("notes", "k", ["body"], dsn=dsn, progress=False)
+    with pytest.raises(pgdedup.UnsafeOperation, match='refusing to mark column "body": it is the text'):
+        pgdedup.dedupe("notes", column="body", dsn=dsn)
+    # a text column that is not indexed, but holds values pgdedup did not write
+    with pytest.raises(pgdedup.UnsafeOperation, match="holds values pgdedup did not write"):
+        pgdedup.dedupe("notes", column="extra", dsn=dsn)
+    assert conn.execute("SELECT count(*) FROM notes WHERE body LIKE 'one two%' AND extra = 'keep me'"
+                        ).fetchone()[0] == 20
+    assert pgdedup.dedupe("notes", dsn=dsn).duplicates == 19  # its own column works
+
+
+def test_a_declared_empty_column_is_adopted_and_recorded(conn, dsn, items):
+    conn.execute("ALTER TABLE items ADD COLUMN dup_of bigint")
+    result = pgdedup.dedupe("items", column="dup_of", dsn=dsn)
+    assert result.marked_in == "public.items.dup_of" and result.duplicates > 0
+    assert conn.execute("SELECT mark_column FROM pgdedup.collections WHERE name = 'items'").fetchone()[0] == "dup_of"
+    # the recorded column is marked again; any other column is refused, and nothing is added
+    assert pgdedup.dedupe("items", column="dup_of", dsn=dsn).duplicates == result.duplicates
+    with pytest.raises(pgdedup.UnsafeOperation, match='marks column "dup_of"'):
+        pgdedup.dedupe("items", dsn=dsn)
+    assert "duplicate_of" not in _columns(conn, "items")
+
+
+# 2 and 11. every writer takes the collection's lock first -------------------------------------
+
+WRITERS = {
+    "reindex": ("index", "items", "--key", "id", "--text", "title", "--text", "body", "--reindex",
+                "--no-progress"),
+    "reindex-ngram3": ("index", "items", "--key", "id", "--text", "title", "--text", "body", "--reindex",
+                       "--ngram", "3", "--no-progress"),
+    "dedupe": ("dedupe", "items"),
+    "dedupe-exact": ("dedupe", "items", "--verify", "exact"),
+    "pairs-exact": ("pairs", "items", "--verify", "exact"),
+}
+
+
+def _signatures(conn, name: str) -> dict[str, tuple]:
+    return {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT s.row_key, s.signature, s.buckets FROM pgdedup.signatures s "
+        "JOIN pgdedup.collections c USING (collection_id) WHERE c.name = %s", (name,))}
+
+
+@pytest.mark.parametrize("first", ["reindex", "dedupe-exact"])
+@pytest.mark.parametrize("second", ["reindex-ngram3", "dedupe", "dedupe-exact", "pairs-exact"])
+def test_a_second_writer_fails_at_once_naming_the_first_and_writes_nothing(conn, dsn, items, first, second):
+    """The first run is held mid-way by a real lock on pgdedup.runs (both index and dedupe insert
+    their run there after their work): the second must fail at once, name the first, and change
+    nothing; the first then finishes with the results a lone run gives."""
+    reference = _signatures(conn, "items")
+    blocker = psycopg.connect(dsn)
+    blocker.execute("LOCK TABLE pgdedup.runs IN ACCESS EXCLUSIVE MODE")
+    try:
+        held = cli_background(*WRITERS[first], "--dsn", dsn)
+        _wait_for(conn, _waiting("pgdedup "))
+        proc = cli(*WRITERS[second], "--dsn", dsn, timeout=30)
+        kind = "index" if first.startswith("reindex") else "dedupe"
+        one_line_error(proc, 'collection "items" is busy: pgdedup', f"pgdedup {kind} items (pid")
+        assert proc.stdout == ""
+        assert conn.execute("SELECT ngram FROM pgdedup.collections").fetchone()[0] == 5
+    finally:
+        blocker.commit()
+        blocker.close()
+    out, err = held.communicate(timeout=60)
+    assert held.returncode == 0, err
+    assert _signatures(conn, "items") == reference  # a full re-sign of the same rows: identical
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 16 * sum(
+        len(sig) > 0 for sig, _ in reference.values())  # 16 bands of every non-empty row, no orphans
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+
+
+def test_index_refuses_while_a_psql_session_dedupes(conn, dsn, items):
+    other = psycopg.connect(dsn)
+    other.execute("SELECT * FROM pgdedup.find_duplicates('items')")  # open transaction holds the lock
+    try:
+        one_line_error(cli("index", "items", "--key", "id", "--text", "title", "--text", "body", "--reindex",
+                            "--dsn", dsn), 'collection "items" is busy')
+    finally:
+        other.rollback()
+        other.close()
+
+
+def test_a_worker_writes_only_while_its_run_holds_the_lock(conn, items):
+    cid = conn.execute("SELECT collection_id FROM pgdedup.collections").fetchone()[0]
+    with pytest.raises(psycopg.Error, match="no longer holds the collection's lock") as info:
+        conn.execute("SELECT pgdedup.assert_locked_by(%s, pg_backend_pid())", (cid,))
+    assert info.value.sqlstate == "PD005"
+    conn.execute("SELECT pgdedup.lock_collection(%s, true)", (cid,))
+    conn.execute("SELECT pgdedup.assert_locked_by(%s, pg_backend_pid())", (cid,))
+    conn.execute("SELECT pg_advisory_unlock(1885824100, %s)", (cid,))
+
+
+# 3. unique keys, checked before anything is signed ---------------------------------------------
+
+def test_duplicate_keys_in_different_chunks_are_refused_on_every_run(conn, dsn):
+    conn.execute("CREATE TABLE t (id int, body text)")  # no unique constraint: the check counts
+    conn.execute("INSERT INTO t SELECT g, 'text number ' || g FROM generate_series(1, 500) g")
+    conn.execute("INSERT INTO t VALUES (7, 'another row with key seven')")  # far from the first 7
+    for _ in range(2):
+        with pytest.raises(pgdedup.UnsafeOperation, match="key column 'id' of public.t is not unique: '7' occurs 2"):
+            pgdedup.index("t", "id", ["body"], dsn=dsn, chunk_size=50, progress=False)
+        assert conn.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 0
+
+
+# 4. workers die with their parent --------------------------------------------------------------
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_kill_9_of_index_takes_its_workers_down_and_a_rerun_finishes(conn, dsn):
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
+                 "FROM generate_series(1, 4000) g")
+    pgdedup.migrate(dsn)
+    blocker = psycopg.connect(dsn)  # lets the run read, but holds its workers' first COPY
+    blocker.execute("LOCK TABLE pgdedup.signatures IN EXCLUSIVE MODE")
+    try:
+        run = cli_background("index", "docs", "--key", "id", "--text", "body", "--workers", "2",
+                             "--chunk-size", "100", "--no-progress", "--dsn", dsn)
+        _wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
+                        "'pgdedup index docs (worker)' AND wait_event_type = 'Lock'")
+        workers = _children(run.pid)
+        assert len(workers) >= 2
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers)
+        _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE "
+                        "'pgdedup index docs%%')", timeout=10)
+    finally:
+        blocker.commit()
+        blocker.close()
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 0  # nothing half-written
+    started = time.monotonic()
+    result = pgdedup.index("docs", "id", ["body"], dsn=dsn, workers=2, progress=False)
+    assert result.signed == 4000 and time.monotonic() - started < 60
+    pgdedup.index("docs", "id", ["body"], name="reference", dsn=dsn, progress=False)
+    assert _signatures(conn, "docs") == _signatures(conn, "reference")
+
+
+# 6. every parameter is checked before anything is written ------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (("--threshold", "1.5"), "threshold must be in (0, 1], not 1.5"),
+    (("--threshold", "nan"), "threshold must be in (0, 1], not NaN"),
+    (("--threshold", "-1"), "threshold must be in (0, 1], not -1"),
+    (("--threshold", "0"), "threshold must be in (0, 1], not 0"),
+    (("--max-bucket", "0"), "max_bucket must be a positive integer, not 0"),
+    (("--max-bucket", "-5"), "max_bucket must be a positive integer, not -5"),
+])
+def test_dedupe_refuses_bad_parameters_before_writing(conn, dsn, items, args, message):
+    one_line_error(cli("dedupe", "items", *args, "--dsn", dsn), message)
+    assert "duplicate_of" not in _columns(conn, "items")
+    assert conn.execute("SELECT count(*) FROM pgdedup.runs WHERE kind = 'dedupe'").fetchone()[0] == 0
+    assert conn.execute("SELECT mark_column FROM pgdedup.collections").fetchone()[0] is None
+
+
+def test_sql_functions_and_api_refuse_bad_parameters(conn, dsn, items):
+    bad = [("SELECT * FROM pgdedup.mark_duplicates('items', 1.5)", "threshold"),
+           ("SELECT * FROM pgdedup.mark_duplicates('items', 'NaN')", "threshold"),
+           ("SELECT * FROM pgdedup.find_duplicates('items', 0)", "threshold"),
+           ("SELECT * FROM pgdedup.find_duplicates('items', NULL, NULL, 0)", "max_bucket"),
+           ("SELECT * FROM pgdedup.pairs('items', -1)", "threshold"),
+           ("SELECT * FROM pgdedup.pairs('items', NULL, 'guess')", "verify"),
+           ("SELECT * FROM pgdedup.similar('items', '1', 2)", "threshold"),
+           ("SELECT * FROM pgdedup.similar('items', '1', NULL, -1)", "limit")]
+    for query, what in bad:
+        with pytest.raises(psycopg.Error, match=what) as info:
+            conn.execute(query)
+        assert info.value.sqlstate == "PD003", query
+    with pytest.raises(pgdedup.InvalidArgument, match="threshold"):
+        list(pgdedup.pairs("items", threshold=float("inf"), dsn=dsn))
+    with pytest.raises(pgdedup.InvalidArgument, match="limit"):
+        pgdedup.similar("items", text="any words at all here", limit=0, dsn=dsn)
+    assert "duplicate_of" not in _columns(conn, "items")
+    assert conn.execute("SELECT count(*) FROM pgdedup.duplicates").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"chunk_size": 0}, "chunk_size must be a positive integer"),
+    ({"workers": 0}, "workers must be a positive integer"),
+    ({"key": "nosuch"}, "column 'nosuch' does not exist"),
+])
+def test_a_refused_first_index_leaves_no_collection(conn, dsn, kwargs, error):
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO t VALUES (1, 'some words here')")
+    args = {"key": "id", **kwargs}
+    with pytest.raises(pgdedup.PgdedupError, match=error):
+        pgdedup.index("t", args.pop("key"), ["body"], dsn=dsn, progress=False, **args)
+    if conn.execute("SELECT to_regclass('pgdedup.collections') IS NOT NULL").fetchone()[0]:
+        assert conn.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 0
+
+
+# 10. the first in-place dedupe does not hold the table ---------------------------------------
+
+def test_adding_the_column_waits_at_most_the_lock_timeout(conn, dsn, items):
+    reader = psycopg.connect(dsn)
+    reader.execute("SELECT count(*) FROM items")  # an open transaction: ACCESS SHARE on items
+    try:
+        started = time.monotonic()
+        with pytest.raises(pgdedup.CollectionBusy, match="could not lock public.items to add column"):
+            pgdedup.dedupe("items", dsn=make_conninfo(dsn, options="-c lock_timeout=300"))
+        assert time.monotonic() - started < 5
+    finally:
+        reader.rollback()
+        reader.close()
+    assert "duplicate_of" not in _columns(conn, "items")
+
+
+def test_readers_are_not_blocked_while_a_first_dedupe_runs(conn, dsn, items):
+    blocker = psycopg.connect(dsn)
+    blocker.execute("LOCK TABLE pgdedup.runs IN ACCESS EXCLUSIVE MODE")  # holds dedupe mid-way
+    try:
+        run = cli_background("dedupe", "items", "--dsn", dsn)
+        _wait_for(conn, _waiting("pgdedup dedupe items"))
+        with psycopg.connect(make_conninfo(dsn, options="-c lock_timeout=200")) as reader:
+            assert reader.execute("SELECT count(*) FROM items").fetchone()[0] == len(items)
+            assert reader.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] == 0  # not yet
+    finally:
+        blocker.commit()
+        blocker.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert conn.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] > 0
+
+
+def test_a_view_is_refused_for_in_place_marking(conn, dsn, items):
+    conn.execute("CREATE VIEW items_v AS SELECT * FROM items")
+    pgdedup.index("items_v", "id", ["title", "body"], dsn=dsn, progress=False)
+    with pytest.raises(pgdedup.UnsafeOperation, match="is not a table.*--no-alter"):
+        pgdedup.dedupe("items_v", dsn=dsn)
+    assert pgdedup.dedupe("items_v", alter=False, dsn=dsn).duplicates > 0

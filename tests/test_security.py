@@ -1,0 +1,355 @@
+"""The security model of migration 0003, attacked for real: other roles on the same server try to
+become superuser through pgdedup, or to read collections they may not read.
+
+1. search_path hijacks: objects another role planted in ``public`` never run inside pgdedup
+   (every pgdedup function pins ``search_path = pg_catalog, pg_temp``, and so does every session
+   the CLI and the Python API open);
+2. stored identifiers are never trusted as SQL (a tampered ``key_type`` is refused, PD006);
+3. row-level security: a role sees a collection only when it may read all of its source table;
+4. least privilege: a role without CREATE on the database indexes and migrates once the schema is
+   at head, and what it may not do fails with one line, never a traceback.
+
+Every test talks to the real server, with real roles (cluster-wide, so suffixed with the test's
+database name and dropped at the end).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+import pgdedup
+from pgdedup import Params, sign_texts
+from pgdedup.schema import HEAD
+
+from clirun import cli, one_line_error
+from planted import edit, story
+
+SAFE_PATH = "search_path=pg_catalog, pg_temp"
+
+
+# helpers ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def make_role(conn, dsn) -> Iterator[Callable[..., tuple[str, str]]]:
+    """``make_role(prefix, options)`` → (role name, DSN connecting as it); dropped after the test."""
+    made: list[str] = []
+
+    def make(prefix: str, options: str = "LOGIN") -> tuple[str, str]:
+        name = f"{prefix}_{conn.info.dbname}"
+        conn.execute(sql.SQL("CREATE ROLE {} " + options).format(sql.Identifier(name)))
+        made.append(name)
+        return name, make_conninfo(dsn, user=name)
+
+    yield make
+    for name in reversed(made):
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def _is_superuser(conn: psycopg.Connection, role: str) -> bool:
+    return conn.execute("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()[0]
+
+
+def _sqlstate(conn: psycopg.Connection, query: str, params=()) -> str | None:
+    """The SQLSTATE ``query`` fails with (all its rows fetched), or None when it succeeds."""
+    try:
+        conn.execute(query, params).fetchall()
+    except psycopg.Error as exc:
+        if not conn.autocommit:
+            conn.rollback()
+        return exc.sqlstate
+    return None
+
+
+def _docs(conn: psycopg.Connection, table: str, seed: int, pairs: int = 4, unrelated: int = 12) -> dict[int, str]:
+    """A table (id int PRIMARY KEY, body text): rows 2i-1 and 2i (i = 1..pairs) are near-duplicates
+    (2 words of 200 substituted, J ≈ 0.9), the rest unrelated. Returns id → text."""
+    rng = random.Random(seed)
+    texts: dict[int, str] = {}
+    for i in range(1, pairs + 1):
+        base = story(rng)
+        texts[2 * i - 1] = " ".join(base)
+        texts[2 * i] = " ".join(edit(rng, base, 2))
+    for j in range(unrelated):
+        texts[2 * pairs + 1 + j] = " ".join(story(rng))
+    conn.execute(sql.SQL("CREATE TABLE {} (id integer PRIMARY KEY, body text)").format(sql.Identifier(table)))
+    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(sql.Identifier(table)),
+                              list(texts.items()))
+    return texts
+
+
+# 1. search_path hijacks --------------------------------------------------------------------------
+
+def _plant_traps(mallory_dsn: str, mallory: str) -> None:
+    """As mallory: functions in ``public`` that overload resolution prefers to the built-ins
+    pgdedup calls, each making mallory superuser when a superuser runs it (silently), and
+    otherwise returning what the built-in returns."""
+    escalate = sql.SQL("""
+        BEGIN
+            IF (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user) THEN
+                EXECUTE pg_catalog.format('ALTER ROLE %I SUPERUSER', {role});
+            END IF;
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END;""").format(role=sql.Literal(mallory))
+    with psycopg.connect(mallory_dsn, autocommit=True) as m:
+        # cardinality(anyarray) is what pgdedup.similarity calls; an exact integer[] match wins
+        m.execute(sql.SQL("""
+            CREATE FUNCTION public.cardinality(a integer[]) RETURNS integer LANGUAGE plpgsql AS $f$
+            BEGIN {escalate}
+                RETURN coalesce(pg_catalog.array_length(a, 1), 0);
+            END $f$""").format(escalate=escalate))
+        # the loader's concat_ws(E'\n', s.body::text): (text, text) beats concat_ws(text, VARIADIC "any")
+        m.execute(sql.SQL("""
+            CREATE FUNCTION public.concat_ws(sep text, a text) RETURNS text LANGUAGE plpgsql AS $f$
+            BEGIN {escalate}
+                RETURN pg_catalog.concat_ws(sep, VARIADIC ARRAY[a]);
+            END $f$""").format(escalate=escalate))
+
+
+def test_planted_functions_in_public_never_run_as_superuser(conn, dsn, make_role):
+    mallory, mallory_dsn = make_role("mallory")
+    conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(mallory)))  # as before PG15
+    _docs(conn, "docs", seed=11)
+    _plant_traps(mallory_dsn, mallory)
+
+    # the whole flow, from the CLI, as superuser (the first index also creates the schema)
+    for args in (["index", "docs", "--key", "id", "--text", "body", "--no-progress"],
+                 ["dedupe", "docs"],
+                 ["similar", "docs", "--key", "1"],
+                 ["pairs", "docs", "--verify", "exact"]):
+        proc = cli(*args, "--dsn", dsn)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert not _is_superuser(conn, mallory), f"pgdedup {args[0]} made {mallory} superuser"
+    assert "1,2," in proc.stdout  # the planted pairs were found: the similarity code did run
+
+    # the SQL API from a psql-like session with the default search_path
+    assert conn.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+    assert conn.execute("SELECT pgdedup.similarity('docs', '1', '2')").fetchone()[0] > 0.8
+    assert conn.execute(
+        "SELECT pgdedup.similarity(a.signature, b.signature) FROM pgdedup.signatures a, pgdedup.signatures b "
+        "WHERE a.row_key = '3' AND b.row_key = '4'").fetchone()[0] > 0.8
+    assert conn.execute("SELECT row_key FROM pgdedup.similar('docs', '1')").fetchall() == [("2",)]
+    assert ("5", "6") in [r[:2] for r in conn.execute("SELECT * FROM pgdedup.pairs('docs')")]
+    assert conn.execute("SELECT duplicates FROM pgdedup.mark_duplicates('docs')").fetchone()[0] == 4
+    assert conn.execute("SELECT duplicates FROM pgdedup.find_duplicates('docs')").fetchone()[0] == 4
+    assert conn.execute("SELECT count(*) FROM docs WHERE duplicate_of IS NOT NULL").fetchone()[0] == 4
+    assert conn.execute("SELECT duplicates FROM pgdedup.status").fetchone()[0] == 4
+    assert not _is_superuser(conn, mallory)
+
+    # the traps are armed: the same session calling the built-ins by their plain names springs them
+    conn.execute("SELECT cardinality(ARRAY[1, 2, 3])")
+    assert _is_superuser(conn, mallory)
+    conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER").format(sql.Identifier(mallory)))
+    conn.execute("SELECT concat_ws(E'\\n', 'x'::text)")
+    assert _is_superuser(conn, mallory)
+
+
+def test_every_pgdedup_function_pins_its_search_path(conn, dsn):
+    pgdedup.migrate(dsn)
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p "
+        "WHERE p.pronamespace = 'pgdedup'::regnamespace ORDER BY 1").fetchall()
+    assert len(rows) > 20
+    unpinned = [name for name, config in rows if SAFE_PATH not in (config or [])]
+    assert unpinned == []
+
+
+# 2. stored identifiers ---------------------------------------------------------------------------
+
+# (key_type, the CLI dedupe modes tried with it: in place [], non-invasive ["--no-alter"])
+PAYLOADS = [
+    # aimed at ALTER TABLE ... ADD COLUMN duplicate_of <key_type> (marking in place)
+    ("integer; ALTER ROLE {role} SUPERUSER; --", [[], ["--no-alter"]]),
+    ("integer) ; ALTER ROLE {role} SUPERUSER; --", []),
+    # valid SQL spliced into revision 2's create_duplicates_view (CREATE VIEW ... d.duplicate_of::<key_type>
+    # AS duplicate_of ...): there it made mallory superuser
+    ("integer FROM pgdedup.duplicates d, (SELECT 1 AS one) s; ALTER ROLE {role} SUPERUSER; SELECT NULL::integer",
+     [["--no-alter"]]),
+]
+
+
+def test_a_tampered_key_type_is_refused_and_never_run(conn, dsn, make_role):
+    _docs(conn, "docs", seed=12)
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    # mallory may write pgdedup.collections (and read the source, so the row is hers to see)
+    mallory, mallory_dsn = make_role("mallory")
+    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT, UPDATE ON pgdedup.collections TO {}",
+                  "GRANT SELECT ON public.docs TO {}"):
+        conn.execute(sql.SQL(grant).format(sql.Identifier(mallory)))
+
+    for payload, cli_modes in PAYLOADS:
+        key_type = payload.format(role=f'"{mallory}"')
+        with psycopg.connect(mallory_dsn, autocommit=True) as m:
+            cur = m.execute("UPDATE pgdedup.collections SET key_type = %s WHERE name = 'docs'", (key_type,))
+            assert cur.rowcount == 1
+        # the CLI, in place and non-invasive: one line, exit 1
+        for extra in cli_modes:
+            one_line_error(cli("dedupe", "docs", *extra, "--dsn", dsn), "unsupported key type")
+        # the SQL functions: PD006
+        assert _sqlstate(conn, "SELECT pgdedup.create_duplicates_view('docs')") == "PD006"
+        assert _sqlstate(conn, "SELECT * FROM pgdedup.mark_duplicates('docs')") == "PD006"
+        # the Python API
+        for kwargs in ({}, {"alter": False}, {"alter": False, "verify": "exact"}):
+            with pytest.raises(pgdedup.UnsafeOperation, match="unsupported key type"):
+                pgdedup.dedupe("docs", dsn=dsn, **kwargs)
+        assert not _is_superuser(conn, mallory), f"key_type {key_type!r} made {mallory} superuser"
+        # and nothing was written
+        assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'public.docs'::regclass "
+                            "AND attname = 'duplicate_of'").fetchone()[0] == 0
+        assert conn.execute("SELECT to_regclass('pgdedup.docs_duplicates')").fetchone()[0] is None
+        assert conn.execute("SELECT mark_column FROM pgdedup.collections").fetchone()[0] is None
+        assert conn.execute("SELECT count(*) FROM pgdedup.duplicates").fetchone()[0] == 0
+
+
+# 3. row-level security ---------------------------------------------------------------------------
+
+def _collection_ids(conn) -> dict[str, int]:
+    return dict(conn.execute("SELECT name, collection_id FROM pgdedup.collections"))
+
+
+def test_a_role_sees_a_collection_only_when_it_may_read_all_of_its_source(conn, dsn, make_role):
+    secret = _docs(conn, "secret", seed=21)
+    _docs(conn, "open_docs", seed=22)
+    for table in ("secret", "open_docs"):
+        pgdedup.index(table, "id", ["body"], dsn=dsn, progress=False)
+        pgdedup.dedupe(table, alter=False, dsn=dsn)  # rows in pgdedup.duplicates and pgdedup.runs too
+    ids = _collection_ids(conn)
+    counts = {t: conn.execute(f"SELECT count(*) FROM pgdedup.{t} WHERE collection_id = %s", (ids["secret"],))
+              .fetchone()[0] for t in ("signatures", "band_keys", "duplicates", "runs")}
+    assert all(counts.values()), counts
+    reader, reader_dsn = make_role("reader")
+    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}",
+                  "GRANT SELECT ON public.open_docs TO {}"):
+        conn.execute(sql.SQL(grant).format(sql.Identifier(reader)))
+    params = Params()  # the collections' own settings (indexed with the defaults)
+    signed = sign_texts([secret[1]], params)
+    signature, buckets = signed.signature(0).tolist(), signed.buckets[0].tolist()
+
+    def open_collection_answers(r: psycopg.Connection) -> None:
+        assert r.execute("SELECT row_key FROM pgdedup.similar('open_docs', '1')").fetchall() == [("2",)]
+        assert ("3", "4") in [p[:2] for p in r.execute("SELECT * FROM pgdedup.pairs('open_docs')")]
+        assert r.execute("SELECT count(*) FROM pgdedup.signatures WHERE collection_id = %s",
+                         (ids["open_docs"],)).fetchone()[0] == 20
+
+    def refused(r: psycopg.Connection) -> None:
+        for t in counts:
+            assert r.execute(f"SELECT count(*) FROM pgdedup.{t} WHERE collection_id = %s",
+                             (ids["secret"],)).fetchone()[0] == 0, t
+        assert r.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 20  # open_docs' only
+        assert r.execute("SELECT array_agg(name) FROM pgdedup.collections").fetchone()[0] == ["open_docs"]
+        assert r.execute("SELECT array_agg(name) FROM pgdedup.status").fetchone()[0] == ["open_docs"]
+        assert _sqlstate(r, "SELECT * FROM pgdedup.similar('secret', '1')") == "PD001"
+        assert _sqlstate(r, "SELECT * FROM pgdedup.pairs('secret')") == "PD001"
+        assert _sqlstate(r, "SELECT pgdedup.similarity('secret', '1', '2')") == "PD001"
+        assert _sqlstate(r, "SELECT * FROM pgdedup.similar_to('secret', %s, %s)", (signature, buckets)) == "PD001"
+        assert r.execute("SELECT count(*) FROM pgdedup.verified_pairs(%s, 0.1)", (ids["secret"],)).fetchone()[0] == 0
+        with pytest.raises(pgdedup.CollectionNotFound, match=r"\(collections: open_docs\)"):  # no names leak
+            pgdedup.similar("secret", text=secret[1], dsn=reader_dsn)
+        with pytest.raises(pgdedup.CollectionNotFound):
+            list(pgdedup.pairs("secret", dsn=reader_dsn))
+        assert [s["name"] for s in pgdedup.status(dsn=reader_dsn)] == ["open_docs"]
+        open_collection_answers(r)
+
+    with psycopg.connect(reader_dsn, autocommit=True) as r:
+        refused(r)
+
+        # allowed to read the source: everything answers
+        conn.execute(sql.SQL("GRANT SELECT ON public.secret TO {}").format(sql.Identifier(reader)))
+        assert r.execute("SELECT array_agg(name ORDER BY name) FROM pgdedup.collections").fetchone()[0] == [
+            "open_docs", "secret"]
+        for t, n in counts.items():
+            assert r.execute(f"SELECT count(*) FROM pgdedup.{t} WHERE collection_id = %s",
+                             (ids["secret"],)).fetchone()[0] == n, t
+        assert r.execute("SELECT row_key FROM pgdedup.similar('secret', '1')").fetchall() == [("2",)]
+        assert ("7", "8") in [p[:2] for p in r.execute("SELECT * FROM pgdedup.pairs('secret')")]
+        assert r.execute("SELECT pgdedup.similarity('secret', '1', '2')").fetchone()[0] > 0.8
+        assert [k for k, _ in r.execute("SELECT * FROM pgdedup.similar_to('secret', %s, %s)",
+                                        (signature, buckets))] == ["1", "2"]
+        assert [k for k, _ in pgdedup.similar("secret", text=secret[1], dsn=reader_dsn)] == ["1", "2"]
+        assert sorted(s["name"] for s in pgdedup.status(dsn=reader_dsn)) == ["open_docs", "secret"]
+        open_collection_answers(r)
+
+        # a row-level policy hides some of the source's rows from the reader: refused again
+        conn.execute("ALTER TABLE public.secret ENABLE ROW LEVEL SECURITY")
+        conn.execute(sql.SQL("CREATE POLICY evens ON public.secret FOR SELECT TO {} USING (id % 2 = 0)")
+                     .format(sql.Identifier(reader)))
+        assert r.execute("SELECT count(*) FROM public.secret").fetchone()[0] == 10  # it may read some rows
+        refused(r)
+
+    # the owner still sees everything
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 40
+
+
+# 4. least privilege ------------------------------------------------------------------------------
+
+APP_GRANTS = ("GRANT USAGE ON SCHEMA pgdedup TO {}",
+              "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgdedup TO {}",
+              "GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgdedup TO {}",
+              "GRANT SELECT ON public.docs TO {}")
+
+
+@pytest.fixture
+def app(conn, dsn, make_role) -> tuple[str, str, dict[int, str]]:
+    """A LOGIN role without CREATE on the database, granted the use of pgdedup's tables (migrated
+    to head by the superuser) and SELECT on ``docs`` (owned by the superuser): (role, DSN, texts)."""
+    name, app_dsn = make_role("app")
+    assert not conn.execute("SELECT has_database_privilege(%s, current_database(), 'CREATE')",
+                            (name,)).fetchone()[0]
+    pgdedup.migrate(dsn)
+    texts = _docs(conn, "docs", seed=31)
+    for grant in APP_GRANTS:
+        conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
+    return name, app_dsn, texts
+
+
+def test_a_role_without_create_gets_one_line_errors_and_migrates_at_head(conn, dsn, make_role):
+    name, app_dsn = make_role("app")
+    line = one_line_error(cli("migrate", "--dsn", app_dsn))  # a fresh database: the schema is needed
+    assert "permission denied" in line
+    assert conn.execute("SELECT to_regnamespace('pgdedup')").fetchone()[0] is None
+
+    pgdedup.migrate(dsn)
+    texts = _docs(conn, "docs", seed=32)
+    for grant in APP_GRANTS:
+        conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
+    proc = cli("migrate", "--dsn", app_dsn)  # at head: nothing to create
+    assert proc.returncode == 0, proc.stderr
+    assert f"pgdedup schema at revision {HEAD}" in proc.stdout
+
+    # an index run that has nothing to write needs no CREATE either (the COPY case: see below)
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    proc = cli("index", "docs", "--key", "id", "--text", "body", "--no-progress", "--dsn", app_dsn)
+    assert proc.returncode == 0, proc.stderr
+    assert f"indexed docs: {len(texts)} rows (0 signed, {len(texts)} unchanged, 0 removed)" in proc.stdout
+
+    # marking a table app does not own: refused in one line, nothing written
+    line = one_line_error(cli("dedupe", "docs", "--dsn", app_dsn))
+    assert "must be owner of table docs" in line
+    assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'public.docs'::regclass "
+                        "AND attname = 'duplicate_of'").fetchone()[0] == 0
+    assert conn.execute("SELECT mark_column FROM pgdedup.collections").fetchone()[0] is None
+
+
+
+
+def test_a_role_without_create_indexes_once_the_schema_is_at_head(conn, app):
+    name, app_dsn, texts = app
+    proc = cli("index", "docs", "--key", "id", "--text", "body", "--no-progress", "--dsn", app_dsn)
+    assert proc.returncode == 0, proc.stderr
+    assert f"indexed docs: {len(texts)} rows ({len(texts)} signed" in proc.stdout
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == len(texts)
+    assert conn.execute("SELECT count(*) FROM pgdedup.runs WHERE kind = 'index'").fetchone()[0] == 1
+
+
+def test_a_role_without_create_verifies_exactly(conn, dsn, app):
+    name, app_dsn, texts = app
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    proc = cli("pairs", "docs", "--verify", "exact", "--dsn", app_dsn)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1:] and proc.stdout.splitlines()[1].startswith("1,2,")
