@@ -5,7 +5,7 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 """
 
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
-                     RowNotFound, StaleResults, UnsafeOperation)
+                     RowNotFound, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
 from .loader import IndexResult, index
 from .migrate import downgrade, migrate
@@ -14,5 +14,5 @@ from .queries import pairs, similar, status
 from .signer import SignedChunk, sign_texts
 
 __all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
-           "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "StaleResults", "UnsafeOperation",
+           "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "UnsafeOperation",
            "dedupe", "downgrade", "index", "migrate", "pairs", "sign_texts", "similar", "status"]

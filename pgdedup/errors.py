@@ -30,10 +30,6 @@ class InvalidArgument(PgdedupError, ValueError):
     """A parameter is out of range or malformed; nothing was written. SQLSTATE PD003."""
 
 
-class StaleResults(PgdedupError):
-    """Stored results do not belong to the current index. SQLSTATE PD004."""
-
-
 class CollectionBusy(PgdedupError):
     """Another run holds the collection's lock (the message names it), or a table lock could not
     be had in time. SQLSTATE PD005."""
@@ -49,7 +45,7 @@ class PermissionDenied(PgdedupError):
 
 
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
-    "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument, "PD004": StaleResults,
+    "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument,
     "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
 }
 

@@ -16,8 +16,8 @@ ALTER TABLE pgdedup.collections ADD COLUMN mark_column text;  -- the source colu
 COMMENT ON COLUMN pgdedup.collections.mark_column IS
     'the column of the source table that mark_duplicates writes; pgdedup writes no other column';
 
--- SQLSTATEs: PD001 no such collection, PD002 no such row, PD003 bad argument, PD004 stale or
--- missing results, PD005 busy (a lock is held by someone else), PD006 refused as unsafe.
+-- SQLSTATEs: PD001 no such collection, PD002 no such row, PD003 bad argument, PD005 busy (a lock
+-- is held by someone else), PD006 refused as unsafe; PD004 is kept for stale results.
 
 -- The key type of a collection as SQL, from an allow-list: a type name read from a table is
 -- never spliced into SQL as it is.
