@@ -15,9 +15,10 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> 
 
 
 def cli_background(*args: str) -> subprocess.Popen:
-    """``python -m pgdedup ARGS`` started and left running (for concurrency and kill tests)."""
+    """``python -m pgdedup ARGS`` started and left running (for concurrency and kill tests), in a
+    process group of its own, so a signal can go to the whole group as a terminal's Ctrl-C does."""
     return subprocess.Popen([sys.executable, "-m", "pgdedup", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:

@@ -187,38 +187,64 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_kill_9_of_index_takes_its_workers_down_and_a_rerun_finishes(conn, dsn):
+@pytest.fixture
+def held_index(conn, dsn):
+    """`pgdedup index docs --workers 2` (4,000 rows) started in its own process group and held
+    by a real table lock inside its workers' first COPY; yields (process, worker pids, release)."""
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
                  "FROM generate_series(1, 4000) g")
     pgdedup.migrate(dsn)
     blocker = psycopg.connect(dsn)  # lets the run read, but holds its workers' first COPY
     blocker.execute("LOCK TABLE pgdedup.signatures IN EXCLUSIVE MODE")
+    run = cli_background("index", "docs", "--key", "id", "--text", "body", "--workers", "2",
+                         "--chunk-size", "100", "--no-progress", "--dsn", dsn)
     try:
-        run = cli_background("index", "docs", "--key", "id", "--text", "body", "--workers", "2",
-                             "--chunk-size", "100", "--no-progress", "--dsn", dsn)
         _wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
                         "'pgdedup index docs (worker)' AND wait_event_type = 'Lock'")
         workers = _children(run.pid)
         assert len(workers) >= 2
-        os.kill(run.pid, signal.SIGKILL)
-        run.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in workers)
-        _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE "
-                        "'pgdedup index docs%%')", timeout=10)
+        yield run, workers, blocker.commit
     finally:
         blocker.commit()
         blocker.close()
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+
+
+def _gone(conn, run, workers) -> None:
+    """The run, its worker processes and their database sessions are all gone within seconds."""
+    run.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)
+    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE "
+                    "'pgdedup index docs%%')", timeout=10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_kill_9_of_index_takes_its_workers_down_and_a_rerun_finishes(conn, dsn, held_index):
+    run, workers, release = held_index
+    os.kill(run.pid, signal.SIGKILL)  # the parent only: its workers must follow by themselves
+    _gone(conn, run, workers)
+    release()
     assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 0  # nothing half-written
     started = time.monotonic()
     result = pgdedup.index("docs", "id", ["body"], dsn=dsn, workers=2, progress=False)
     assert result.signed == 4000 and time.monotonic() - started < 60
     pgdedup.index("docs", "id", ["body"], name="reference", dsn=dsn, progress=False)
     assert _signatures(conn, "docs") == _signatures(conn, "reference")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_ctrl_c_stops_index_and_its_workers_without_a_traceback(conn, dsn, held_index):
+    run, workers, _ = held_index
+    os.killpg(run.pid, signal.SIGINT)  # what a terminal sends: the whole process group
+    _gone(conn, run, workers)
+    assert run.returncode == 130
+    assert run.stderr.read().strip() == "pgdedup: interrupted"
 
 
 # 6. every parameter is checked before anything is written ------------------------------------
