@@ -353,7 +353,7 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
             signed = _sign_parallel(job, ranges, bar)
     writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
     if signed or removed:  # what was just written is what the next run's joins are planned on
-        writer.execute("ANALYZE pgdedup.signatures")
+        writer.execute("ANALYZE pgdedup.signatures (collection_id, row_key, row_id)")  # not the arrays: 20× cheaper
     seconds = time.perf_counter() - t0
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
     result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,

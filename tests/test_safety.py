@@ -247,6 +247,42 @@ def test_ctrl_c_stops_index_and_its_workers_without_a_traceback(conn, dsn, held_
     assert run.stderr.read().strip() == "pgdedup: interrupted"
 
 
+# 5. plans that do not depend on fresh statistics ------------------------------------------------
+
+def _table_of_random_words(conn, table: str, rows: int, seed: int) -> None:
+    conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, body text)")
+    conn.execute(f"INSERT INTO {table} SELECT g, (SELECT string_agg(md5(({seed} * 1000000 + g * 100 + i)::text), ' ') "
+                 f"FROM generate_series(1, 40) i) FROM generate_series(1, {rows}) g")
+
+
+def test_a_resume_after_kill_9_is_not_quadratic_when_statistics_lag(conn, dsn):
+    """Statistics that know only another collection (then a crash) once made the resume compare
+    every source row with every stored row: ~10× a full index here, minutes at 100k rows."""
+    rows = 12_000
+    _table_of_random_words(conn, "a", rows, 1)
+    _table_of_random_words(conn, "b", rows, 2)
+    started = time.monotonic()
+    pgdedup.index("a", "id", ["body"], dsn=dsn, progress=False)
+    full = time.monotonic() - started
+    conn.execute("ANALYZE")  # the statistics now describe collection a only
+    run = cli_background("index", "b", "--key", "id", "--text", "body", "--workers", "1", "--chunk-size", "500",
+                         "--no-progress", "--dsn", dsn)
+    _wait_for(conn, "SELECT count(*) >= %s FROM pgdedup.signatures WHERE collection_id = "
+                    "(SELECT collection_id FROM pgdedup.collections WHERE name = 'b')", (rows * 2 // 3,))
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index b%%')")
+    started = time.monotonic()
+    result = pgdedup.index("b", "id", ["body"], dsn=dsn, progress=False)
+    resume = time.monotonic() - started
+    assert 0 < result.signed < rows // 3 + 500
+    assert resume < full + 2, (resume, full)
+    conn.execute("UPDATE b SET body = body || ' changed' WHERE id % 100 = 0")
+    started = time.monotonic()
+    assert pgdedup.index("b", "id", ["body"], dsn=dsn, progress=False).signed == rows // 100
+    assert time.monotonic() - started < full / 2 + 1
+
+
 # 6. every parameter is checked before anything is written ------------------------------------
 
 @pytest.mark.parametrize("args,message", [
