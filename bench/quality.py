@@ -6,7 +6,7 @@ Method:
 1. Corpus (bench/corpus.py, seeded): about half the documents are near-duplicate variants
    (word edits, excerpts, Unicode/case/whitespace changes, boilerplate), the rest unrelated.
 2. Ground truth: every document's feature set by a plain reference implementation of the default
-   feature set (DESIGN.md): ``pgdedup.normalise.normalise``, ``tokens``, the set of 5-token
+   feature set (docs/features.md): ``pgdedup.normalise.normalise``, ``tokens``, the set of 5-token
    shingles joined by one space (1..4 tokens: one shingle of all; none: the empty set). ALL pairs
    with exact Jaccard >= min(0.5, T) are found by prefix filtering: shingles are ranked rarest
    first by document frequency; a pair with J >= t shares >= ceil(t*|x|) shingles, so it must

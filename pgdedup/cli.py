@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="collection name (default: the table name)")
     p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
-                   "candidates near the threshold at more verification cost (default: threshold - 0.15)")
+                   "candidates near the threshold at more verification cost (default: max(threshold - 0.15, threshold / 2))")
     p.add_argument("--bands", type=int, help="explicit number of bands (with --rows; see pgdedup tune)")
     p.add_argument("--rows", type=int, help="explicit rows per band (with --bands)")
     p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
     p.add_argument("--fp-weight", type=float, default=0.5, help="weight of false positives in the band "
                    "optimisation, 0..1 (false negatives get 1 - this; default 0.5)")
-    p.add_argument("--band-threshold", type=float, help="threshold the bands are optimised for (default: threshold - 0.15)")
+    p.add_argument("--band-threshold", type=float, help="threshold the bands are optimised for (default: max(threshold - 0.15, threshold / 2))")
     p.add_argument("--plot", metavar="FILE", help="also write the S-curve to FILE.svg or FILE.png")
     _add_dsn(p)
 

@@ -1,9 +1,10 @@
 """Feature sets: word or character n-gram shingles, as 64-bit hashes, for a chunk of texts at once.
 
-Step 4 of the default feature set (DESIGN.md): the features of a text are the SET of its n-gram
+Step 4 of the default feature set (docs/features.md): the features of a text are the SET of its n-gram
 shingles; a text with 1..n-1 units has exactly one shingle (all of them); an empty text has none.
 
-A shingle's hash is a fold of its units' hashes (tokens: xxh3; characters: mixed code points),
+A shingle's hash is a fold of its units' hashes (tokens: a polynomial hash of their bytes, see
+hashing.token_hashes; characters: mixed code points),
 so two texts with the same shingle set get the same hashes. The fold runs in numpy over the
 whole chunk: n vector steps, whatever the number of documents or shingles.
 """

@@ -1,4 +1,4 @@
-"""Text normalisation and tokenisation: steps 1-3 of the default feature set (DESIGN.md).
+"""Text normalisation and tokenisation: steps 1-3 of the default feature set (docs/features.md).
 
 1. ``unicodedata.normalize("NFKC", text)`` then ``.casefold()``;
 2. every run of Unicode whitespace becomes one ASCII space, both ends stripped;

@@ -1,6 +1,6 @@
 """A deterministic generator of realistic feed items, for the demo, the benchmarks and tests.
 
-Rows fit ``FEED_ITEMS_DDL`` (the ``feed_items`` table of DESIGN.md plus ``published_at``) and
+Rows fit ``FEED_ITEMS_DDL`` (the ``feed_items`` table README uses, plus ``published_at``) and
 mimic what a feed aggregator collects, in these proportions (each row drawn independently):
 
 * 55 % original stories: ~``content_words`` words of English-like news text (common English

@@ -1,5 +1,5 @@
 """Straightforward reference implementations of the default feature set, for the tests to
-compare the vectorised code with (DESIGN.md, "The default feature set")."""
+compare the vectorised code with (docs/features.md, "The default feature set")."""
 
 from __future__ import annotations
 

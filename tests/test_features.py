@@ -1,4 +1,4 @@
-"""Normalisation, tokenisation and n-gram feature sets (DESIGN.md, "The default feature set").
+"""Normalisation, tokenisation and n-gram feature sets (docs/features.md, "The default feature set").
 
 Pure Python, no database. The feature hashes are checked against straightforward reference
 implementations of the shingle sets written here.
@@ -68,7 +68,7 @@ def test_normalise_every_unicode_whitespace_collapses(ws: str) -> None:
 
 
 def _reference_normalise(text: str) -> str:
-    """DESIGN.md steps 1-2, literally."""
+    """docs/features.md steps 1-2, literally."""
     text = unicodedata.normalize("NFKC", text).casefold()
     return re.sub(r"\s+", " ", text).strip(" ")
 
