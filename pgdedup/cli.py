@@ -21,6 +21,7 @@ from . import __version__
 from . import demo as demo_mod
 from .errors import PgdedupError, message_of
 from .dedupe import dedupe
+from .lifecycle import drop, unmark
 from .loader import DEFAULT_CHUNK, index
 from .migrate import current_revision, migrate
 from .params import Params
@@ -42,6 +43,12 @@ def _verify(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", choices=("estimate", "exact"), default="estimate",
                    help="keep pairs by signature estimate (default), or re-check candidates with exact "
                         "Jaccard from the source text (precision 1.0, reads the text again)")
+
+
+def _max_bucket(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-bucket", type=int, default=100, metavar="N",
+                   help="a bucket with more than N distinct texts pairs each only with its first N "
+                        "(in keep order for dedupe), so its cost stays linear (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", default="duplicate_of", help="column to add/fill in the source table")
     p.add_argument("--no-alter", action="store_true",
                    help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
-    p.add_argument("--max-bucket", type=int, default=100, help="bucket size above which pairs are capped")
+    _max_bucket(p)
     _verify(p)
     _add_dsn(p)
 
@@ -98,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     _threshold(p, "default: the collection's")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
+    _max_bucket(p)
     _verify(p)
     _add_dsn(p)
 
@@ -121,6 +129,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE", help="also write the S-curve to FILE.svg or FILE.png")
     _add_dsn(p)
 
+    p = sub.add_parser("drop", help="forget a collection (signatures, band keys, results, view); never the source rows",
+                       epilog="example: pgdedup drop feed_items --unmark")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--unmark", action="store_true",
+                   help="also clear the marks in the marking column (the column itself stays)")
+    _add_dsn(p)
+
+    p = sub.add_parser("unmark", help="clear the marking column of a collection (every mark set to NULL)")
+    p.add_argument("name", metavar="NAME")
+    _add_dsn(p)
+
     p = sub.add_parser("status", help="collections, their parameters, rows indexed, duplicates, last runs")
     p.add_argument("name", nargs="?", metavar="NAME")
     p.add_argument("--json", action="store_true", help="JSON output")
@@ -135,7 +154,8 @@ def _json_default(value: Any) -> Any:
 
 
 def _print_pairs(args: argparse.Namespace) -> None:
-    rows = pairs(args.name, threshold=args.threshold, verify=args.verify, dsn=args.dsn)
+    rows = pairs(args.name, threshold=args.threshold, verify=args.verify, max_bucket=args.max_bucket,
+                 dsn=args.dsn)
     first = next(rows, None)  # errors (no collection, bad threshold) come before any output
     rows = itertools.chain([first], rows) if first is not None else iter(())
     out = sys.stdout
@@ -161,8 +181,19 @@ def _print_status(args: argparse.Namespace) -> None:
     for r in rows:
         print(f"{r['name']}: {r['source']} key {r['key_column']}, text {', '.join(r['text_columns'])}; "
               f"{r['unit']} {r['ngram']}-grams, {r['num_perm']} perms, {r['bands']} bands × {r['rows_per_band']} rows, "
-              f"threshold {r['threshold']} (bands tuned for {r['band_threshold']}); {r['rows_indexed']} rows indexed, {r['duplicates']} duplicates; "
-              f"indexed {r['indexed_at'] or 'never'}, deduped {r['deduped_at'] or 'never'}")
+              f"threshold {r['threshold']} (bands tuned for {r['band_threshold']}); {r['rows_indexed']} rows indexed; "
+              f"{_results_summary(r)}; indexed {r['indexed_at'] or 'never'}, deduped {r['deduped_at'] or 'never'}")
+
+
+def _results_summary(r: dict) -> str:
+    """What the stored results of one status row say, including whether they are stale or orphaned."""
+    parts = [f"{r['marked']} marked in {r['mark_column']}" if r["mark_column"] else "no marking column",
+             f"{r['duplicates']} duplicates in the view result"]
+    if r["stale"]:
+        parts.append(f"STALE results ({', '.join(r['stale'])}): rerun dedupe")
+    if r["source_missing"]:
+        parts.append(f"SOURCE {r['source']} IS GONE: `pgdedup drop {r['name']}` or index the new table")
+    return ", ".join(parts)
 
 
 def _print_tune(args: argparse.Namespace) -> None:
@@ -210,6 +241,11 @@ def run(args: argparse.Namespace) -> None:
         else:
             for k, s in rows:
                 print(f"{s:.4f}\t{k}")
+    elif args.command == "drop":
+        forgotten = drop(args.name, unmark=args.unmark, dsn=args.dsn)
+        print(f"dropped {args.name}: {forgotten} rows forgotten" + (", marks cleared" if args.unmark else ""))
+    elif args.command == "unmark":
+        print(f"unmarked {args.name}: {unmark(args.name, dsn=args.dsn)} marks cleared")
     elif args.command == "status":
         _print_status(args)
     elif args.command == "tune":

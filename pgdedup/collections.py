@@ -10,7 +10,7 @@ from psycopg import sql
 
 from . import schema
 from .db import Source
-from .errors import CollectionNotFound, InvalidArgument
+from .errors import CollectionNotFound, InvalidArgument, SourceMissing
 from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
@@ -41,12 +41,14 @@ def find(conn: psycopg.Connection, name: str) -> Collection | None:
     return _from_row(row) if row else None
 
 
-def get(conn: psycopg.Connection, name: str) -> Collection:
-    """The collection called ``name``.
+def get(conn: psycopg.Connection, name: str, *, need_source: bool = False) -> Collection:
+    """The collection called ``name``; with ``need_source``, only while its source table exists
+    (commands that read or mark the source need it; status, similar and drop do not).
 
     Raises:
         CollectionNotFound: no such collection (the message names those that exist), or no
             pgdedup schema in the database at all.
+        SourceMissing: ``need_source`` and the source table was renamed or dropped.
     """
     if schema.revision(conn) is None:
         raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema in this database yet; "
@@ -56,6 +58,12 @@ def get(conn: psycopg.Connection, name: str) -> Collection:
         names = [r[0] for r in conn.execute("SELECT name FROM pgdedup.collections ORDER BY name")]
         known = ", ".join(names) if names else "none yet; run `pgdedup index` first"
         raise CollectionNotFound(f"no collection named {name!r} (collections: {known})")
+    src = found.source
+    if need_source and conn.execute("SELECT to_regclass(quote_ident(%s) || '.' || quote_ident(%s)) IS NULL",
+                                    (src.schema, src.table)).fetchone()[0]:
+        raise SourceMissing(f"the source table {src.schema}.{src.table} of collection {name!r} does not exist "
+                            f"(renamed or dropped?): `pgdedup drop {name}` forgets the collection; "
+                            "index the table under its new name to start again")
     return found
 
 
@@ -101,7 +109,8 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
 
     Mixing signatures made with different parameters would make every comparison meaningless,
     so a mismatch is refused unless the caller asks for a re-index. A re-index also drops the
-    results computed from the old signatures (``pgdedup.duplicates``, ``pgdedup.exact_pairs``).
+    results computed from the old signatures (``pgdedup.duplicates``, ``pgdedup.exact_pairs``,
+    ``pgdedup.results``).
 
     Raises:
         InvalidArgument: the settings differ and ``reindex`` is false.
@@ -112,13 +121,13 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
             return existing
         raise InvalidArgument(f"collection {existing.name!r} was indexed with other settings "
                               f"({'; '.join(differences)}); rerun with --reindex to rebuild it")
-    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs"):
+    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results"):
         conn.execute(sql.SQL("DELETE FROM pgdedup.{} WHERE collection_id = %s").format(sql.Identifier(table)),
                      (existing.id,))
     conn.execute(
         """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,
                key_type = %s, text_columns = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
                rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
-               indexed_at = NULL
+               indexed_at = NULL, index_version = index_version + 1
            WHERE collection_id = %s""", (*_values(source, params), existing.id))
     return get(conn, existing.name)

@@ -50,6 +50,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
 
     Raises:
         CollectionNotFound: no such collection.
+        SourceMissing: the source table was renamed or dropped.
         InvalidArgument: a threshold outside (0, 1], max_bucket < 1, an unknown verify mode or
             an unreadable keep order.
         UnsafeOperation: ``column`` is not one pgdedup may write (the key, a text column, a
@@ -58,7 +59,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     """
     t0 = time.perf_counter()
     with translated(), connect(dsn, application_name=f"pgdedup dedupe {name}") as conn:
-        coll = get(conn, name)
+        coll = get(conn, name, need_source=True)
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
         if alter:
@@ -66,7 +67,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             conn.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         if verify == "exact":
-            verify_exact(conn, coll, threshold, max_bucket)
+            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

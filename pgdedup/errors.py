@@ -22,12 +22,21 @@ class CollectionNotFound(PgdedupError, LookupError):
     """No collection of that name (or none the current role may read). SQLSTATE PD001."""
 
 
+class SourceMissing(PgdedupError, LookupError):
+    """The collection's source table was renamed or dropped; the message says how to go on."""
+
+
 class RowNotFound(PgdedupError, LookupError):
     """The collection has no row with that key. SQLSTATE PD002."""
 
 
 class InvalidArgument(PgdedupError, ValueError):
     """A parameter is out of range or malformed; nothing was written. SQLSTATE PD003."""
+
+
+class StaleResults(PgdedupError):
+    """Stored results (e.g. exact pairs) were computed from an older index or for other
+    parameters; the message says which command recomputes them. SQLSTATE PD004."""
 
 
 class CollectionBusy(PgdedupError):
@@ -46,7 +55,7 @@ class PermissionDenied(PgdedupError):
 
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
     "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument,
-    "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
+    "PD004": StaleResults, "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
 }
 
 

@@ -52,18 +52,24 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
-                 max_bucket: int = 100) -> tuple[int, int]:
+                 max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None) -> tuple[int, int]:
     """Fill ``pgdedup.exact_pairs`` for ``coll``; returns (pairs checked, pairs kept).
 
-    Runs in the caller's transaction; texts are read in batches of ``BATCH`` pairs, so memory
-    is bounded by the batch, not by the table.
+    The candidates are exactly those the estimate path would see: with ``ranked`` (dedupe) a
+    capped bucket's leaders are its earliest rows in ``keep_order``, the rows dedupe keeps;
+    without (pairs) they are its lowest row ids. ``pgdedup.results`` records the index version
+    and parameters, so SQL that reads the pairs later can refuse them once they are stale.
+    Runs in the caller's transaction (which should hold the collection's lock); texts are read
+    in batches of ``BATCH`` pairs, so memory is bounded by the batch, not by the table.
     """
     t = coll.params.threshold if threshold is None else threshold
+    order = (conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order)).fetchone()[0]
+             if ranked else None)
     conn.execute("DELETE FROM pgdedup.exact_pairs WHERE collection_id = %s", (coll.id,))
     checked = kept = 0
     with conn.cursor(name="pgdedup_exact") as cur:
-        cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s) ORDER BY row_a",
-                    (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket))
+        cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s, %s) ORDER BY row_a",
+                    (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket, ranked))
         while batch := list(islice(cur, BATCH)):
             sets = _feature_sets(conn, coll, sorted({i for pair in batch for i in pair}))
             good = [(coll.id, a, b, j) for a, b in batch
@@ -74,4 +80,6 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
                     copy.write_row(row)
             checked += len(batch)
             kept += len(good)
+    conn.execute("SELECT pgdedup.record_result(%s, 'exact', %s, %s, %s, %s, 'exact')",
+                 (coll.id, t, max_bucket, ranked, order))
     return checked, kept

@@ -108,7 +108,15 @@ def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: in
         ).format(table=source.table_sql, key=sql.Identifier(source.key)), (collection_id,)).fetchone()[0]
         if gone:
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, gone))
+            _results_now_stale(conn, collection_id)
     return len(gone)
+
+
+def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
+    """Bump the collection's index version: results computed before are stale from now on.
+    Done before (or with) the first write, so a crash after it errs on the side of "stale"."""
+    conn.execute("UPDATE pgdedup.collections SET index_version = index_version + 1 WHERE collection_id = %s",
+                 (collection_id,))
 
 
 def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
@@ -164,6 +172,8 @@ def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int
         cur.itersize = job.chunk_size
         cur.execute(_stream_query(job.source, job.collection_id, lo, hi))
         while rows := cur.fetchmany(job.chunk_size):
+            if not signed:
+                _results_now_stale(writer, job.collection_id)
             try:
                 _write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder)
             except psycopg.errors.UniqueViolation as exc:

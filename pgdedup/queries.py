@@ -17,24 +17,27 @@ from .exact import verify_exact
 from .signer import sign_texts
 
 
-def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate",
+def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate", max_bucket: int = 100,
           dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
     """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
-    (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock).
+    (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock). A bucket with more
+    than ``max_bucket`` distinct texts pairs each of them only with its first ``max_bucket``.
 
     Raises:
         CollectionNotFound, InvalidArgument, CollectionBusy (see ``dedupe``).
+        SourceMissing: ``verify="exact"`` and the source table was renamed or dropped.
     """
     with translated(), connect(dsn, application_name=f"pgdedup pairs {name}") as conn:
-        coll = get(conn, name)
-        conn.execute("SELECT pgdedup.check_args(%s, 100, %s)", (threshold, verify))
+        coll = get(conn, name, need_source=verify == "exact")
+        conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         if verify == "exact":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-            verify_exact(conn, coll, threshold)
+            verify_exact(conn, coll, threshold, max_bucket)
         with conn.cursor(name="pgdedup_pairs") as cur:
-            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s)", (name, threshold, verify))
+            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)",
+                        (name, threshold, verify, max_bucket))
             yield from cur
 
 

@@ -12,7 +12,7 @@ import psycopg
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0003_safety"
+HEAD = "0004_results"
 
 
 def revision(conn: psycopg.Connection) -> str | None:

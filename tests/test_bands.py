@@ -5,14 +5,16 @@ Pure Python, no database.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 import pytest
+import xxhash
 from datasketch.lsh import _optimal_param
 
 from pgdedup.bands import band_buckets, band_costs, optimal_bands, s_curve
-from pgdedup.params import BAND_SLACK, Params
+from pgdedup.params import Params
 
 THRESHOLDS = [round(0.5 + 0.05 * i, 2) for i in range(10)]  # 0.5, 0.55, ..., 0.95
 NUM_PERMS = (64, 128, 256)
@@ -23,21 +25,72 @@ GRID = 20001  # trapezoid nodes on [0, 1]; every threshold above is a grid point
 # S-curve
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bands,rows", [(1, 1), (1, 8), (20, 5), (9, 13), (32, 4), (128, 1)])
-@pytest.mark.parametrize("j", [0.0, 0.05, 0.3, 0.5, 0.7, 0.8, 0.93, 1.0])
-def test_s_curve_matches_formula(j: float, bands: int, rows: int) -> None:
-    expected = 1.0 - (1.0 - j ** rows) ** bands
-    assert float(s_curve(j, bands, rows)) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+# P(candidate | J) = 1 - (1 - J^r)^b, evaluated by hand / exactly (fractions), never with the
+# package's expression:
+#   b=1,  r=1:  P = J                                  (one position decides)
+#   b=1,  r=8:  P = J^8:              0.5^8  = 1/256                          = 0.00390625
+#   b=128, r=1: P = 1 - (1-J)^128:    J=0.5 → 1 - 2^-128                      ≈ 1 - 2.9e-39
+#   b=20, r=5:  J=0.5: 1 - (1 - 1/32)^20 = 1 - (31/32)^20                     = 0.470050715…
+#   b=16, r=8:  J=0.8: 0.8^8 = 0.16777216; 1 - 0.83222784^16                  = 0.947048796…
+#               J=0.7: 0.7^8 = 0.05764801; 1 - 0.94235199^16                  = 0.613267712…
+#               J=0.85: 0.85^8 = 0.2724905…; 1 - 0.7275094…^16                = 0.993842300…
+#   b=9, r=13:  J=0.8: 0.8^13 = 0.05497558…; 1 - 0.9450244…^9                 = 0.398843…
+#               J=0.7: 0.7^13 = 0.0096889…;  1 - 0.9903110…^9                 = 0.083896…
+# (README's table: 16 × 8 → 0.61 / 0.95 / 0.99 / 1.00 at J = 0.7 / 0.8 / 0.85 / 0.9;
+#  9 × 13 → 0.08 / 0.40 / 0.69 / 0.93.)
+HAND_VALUES = [
+    (1, 1, "0.3", Fraction(3, 10)),
+    (1, 1, "0.93", Fraction(93, 100)),
+    (1, 8, "0.5", Fraction(1, 256)),
+    (128, 1, "0.5", 1 - Fraction(1, 2**128)),
+    (20, 5, "0.5", 1 - Fraction(31, 32) ** 20),
+    (16, 8, "0.8", 1 - (1 - Fraction(16777216, 10**8)) ** 16),
+    (16, 8, "0.7", 1 - (1 - Fraction(5764801, 10**8)) ** 16),
+    (9, 13, "0.8", 1 - (1 - Fraction(4, 5) ** 13) ** 9),
+    (9, 13, "0.0", Fraction(0)),
+    (9, 13, "1.0", Fraction(1)),
+]
+
+
+@pytest.mark.parametrize("bands,rows,j,exact", HAND_VALUES)
+def test_s_curve_hand_values(bands: int, rows: int, j: str, exact: Fraction) -> None:
+    assert float(s_curve(float(j), bands, rows)) == pytest.approx(float(exact), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("bands,rows,values", [
+    (16, 8, {0.7: 0.613268, 0.8: 0.947049, 0.85: 0.993842, 0.9: 0.999877}),
+    (9, 13, {0.7: 0.083896, 0.8: 0.398844, 0.85: 0.686440, 0.9: 0.928604}),
+])
+def test_s_curve_readme_table(bands: int, rows: int, values: dict[float, float]) -> None:
+    """The figures README quotes, to 6 decimals (computed once with 40-digit decimals)."""
+    for j, p in values.items():
+        assert float(s_curve(j, bands, rows)) == pytest.approx(p, abs=1e-6), j
+
+
+@pytest.mark.parametrize("bands,rows", [(16, 8), (9, 13), (20, 5), (32, 4)])
+def test_s_curve_against_simulated_banding(bands: int, rows: int) -> None:
+    """Monte Carlo of the band step itself: each of b·r positions agrees independently with
+    probability J; a pair is a candidate when some band agrees in all r positions."""
+    rng = np.random.default_rng(bands * 1000 + rows)
+    trials = 20000
+    for j in (0.3, 0.5, 0.65, 0.8, 0.9):
+        agree = rng.random((trials, bands, rows)) < j
+        simulated = np.any(np.all(agree, axis=2), axis=1).mean()
+        p = float(s_curve(j, bands, rows))
+        se = max(np.sqrt(p * (1 - p) / trials), 1 / trials)
+        assert abs(simulated - p) <= 4.5 * se, (j, simulated, p)
 
 
 def test_s_curve_vectorised_and_monotone() -> None:
     j = np.linspace(0.0, 1.0, 101)
     p = s_curve(j, 20, 5)
     assert p.shape == j.shape
-    expected = np.array([1.0 - (1.0 - x ** 5) ** 20 for x in j])
-    np.testing.assert_allclose(p, expected, rtol=1e-12, atol=1e-15)
+    # the array call agrees with one scalar call per point (vectorisation changes nothing)
+    np.testing.assert_array_equal(p, [float(s_curve(float(x), 20, 5)) for x in j])
     assert p[0] == 0.0 and p[-1] == 1.0
     assert np.all(np.diff(p) >= 0)
+    # at J = 0.5 (index 50): 1 - (31/32)^20, as above
+    assert p[50] == pytest.approx(float(1 - Fraction(31, 32) ** 20), rel=1e-12)
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,21 +161,26 @@ def test_band_costs_agree_with_brute_force_quadrature(num_perm: int) -> None:
 
 
 def test_optimal_bands_weights_shift_the_choice() -> None:
-    """Weighting false negatives more must not give a pair with a higher false-negative mass."""
-    def fn_mass(b: int, r: int, t: float) -> float:
-        x = np.linspace(t, 1.0, 20001)
-        return float(np.sum((1 - s_curve(x, b, r))[1:] + (1 - s_curve(x, b, r))[:-1]) * (x[1] - x[0]) / 2)
+    """Weighting false negatives more must not give a pair with a higher false-negative mass.
+
+    The masses are midpoint-rule integrals of an S-curve written out here, not ``s_curve``.
+    """
+    def fn_mass(b: int, r: int, t: float, nodes: int = 20000) -> float:
+        h = (1.0 - t) / nodes
+        return h * sum((1.0 - (t + (i + 0.5) * h) ** r) ** b for i in range(nodes))
 
     t = 0.8
     balanced = optimal_bands(t, 128)
     fn_heavy = optimal_bands(t, 128, fp_weight=0.1, fn_weight=0.9)
-    assert fn_mass(*fn_heavy, t) <= fn_mass(*balanced, t)
+    assert balanced == (9, 13)  # datasketch's choice for 0.8 (README)
     assert fn_heavy == _optimal_param(t, 128, 0.1, 0.9)
+    assert fn_heavy != balanced
+    assert fn_mass(*fn_heavy, t) < fn_mass(*balanced, t)
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, float("nan")])
 def test_optimal_bands_rejects_bad_threshold(bad: float) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^threshold must be between 0 and 1 \(exclusive\), not "):
         optimal_bands(bad, 128)
 
 
@@ -133,6 +191,23 @@ def test_optimal_bands_rejects_bad_threshold(bad: float) -> None:
 def _random_sigs(n: int, k: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return rng.integers(0, 2**32, size=(n, k), dtype=np.uint64).astype(np.uint32)
+
+
+def _ref_band_bucket(values: list[int], band: int, seed: int) -> int:
+    """Slow reference: xxh3-64 of the band's r values as little-endian uint32 bytes, seeded with
+    seed + band, shifted into the signed 64-bit range (bigint)."""
+    raw = b"".join(int(v).to_bytes(4, "little") for v in values)
+    return xxhash.xxh3_64_intdigest(raw, seed + band) - (1 << 63)
+
+
+def test_band_buckets_equal_slow_reference() -> None:
+    bands, rows = 9, 13
+    sig = _random_sigs(20, 128, 9)
+    got = band_buckets(sig, bands, rows, seed=5)
+    for i in range(len(sig)):
+        for band in range(bands):
+            values = sig[i, band * rows:(band + 1) * rows].tolist()
+            assert got[i, band] == _ref_band_bucket(values, band, 5), (i, band)
 
 
 def test_band_buckets_shape_and_determinism() -> None:
@@ -193,27 +268,56 @@ def test_band_buckets_int32_view_equals_uint32() -> None:
 # Params
 # --------------------------------------------------------------------------------------------
 
-def test_params_defaults_to_optimal_bands_for_band_threshold() -> None:
-    """By default the bands are optimal for ``band_threshold`` = threshold - BAND_SLACK."""
-    for t in (0.5, 0.7, 0.8, 0.9):
-        for k in (64, 128, 256):
-            p = Params(threshold=t, num_perm=k)
-            assert p.band_threshold == pytest.approx(t - BAND_SLACK)
-            assert 0 < p.band_threshold < p.threshold
-            assert (p.bands, p.rows) == optimal_bands(p.band_threshold, k)
-            assert p.bands * p.rows <= k
+# (threshold, num_perm) -> (band_threshold, bands, rows). band_threshold = max(T - 0.15, T / 2)
+# by hand (0.2 -> max(0.05, 0.1) = 0.1; 0.3 -> max(0.15, 0.15) = 0.15; 0.8 -> 0.65; 0.04 -> 0.02);
+# (bands, rows) are the brute-force argmin for that band threshold, the same as datasketch's
+# _optimal_param (both re-checked in test_params_table_is_the_brute_force_choice).
+PARAMS_TABLE = {
+    (0.2, 64): (0.1, 15, 1), (0.2, 128): (0.1, 64, 2), (0.2, 256): (0.1, 117, 2),
+    (0.3, 128): (0.15, 51, 2),
+    (0.5, 64): (0.35, 21, 3), (0.5, 128): (0.35, 32, 4), (0.5, 256): (0.35, 61, 4),
+    (0.7, 64): (0.55, 12, 5), (0.7, 128): (0.55, 21, 6), (0.7, 256): (0.55, 36, 7),
+    (0.8, 64): (0.65, 9, 7), (0.8, 128): (0.65, 16, 8), (0.8, 256): (0.65, 28, 9),
+    (0.9, 64): (0.75, 7, 9), (0.9, 128): (0.75, 11, 11), (0.9, 256): (0.75, 21, 12),
+    (0.04, 64): (0.02, 64, 1), (0.04, 128): (0.02, 82, 1), (0.04, 256): (0.02, 82, 1),
+}
+
+
+@pytest.mark.parametrize("t,k", list(PARAMS_TABLE))
+def test_params_defaults(t: float, k: int) -> None:
+    p = Params(threshold=t, num_perm=k)
+    assert (p.band_threshold, p.bands, p.rows) == PARAMS_TABLE[(t, k)]
+
+
+def test_params_table_is_the_brute_force_choice() -> None:
+    """The table above is right: datasketch picks the same (b, r), and no admissible (b, r) has a
+    lower cost by a plain-Python midpoint rule (2000 nodes per side; ties within 1e-6)."""
+    def cost(b: int, r: int, t: float, nodes: int = 2000) -> float:
+        lo, hi = t / nodes, (1 - t) / nodes
+        fp = lo * sum(1 - (1 - ((i + 0.5) * lo) ** r) ** b for i in range(nodes))
+        fn = hi * sum((1 - (t + (i + 0.5) * hi) ** r) ** b for i in range(nodes))
+        return 0.5 * fp + 0.5 * fn
+
+    for (t, k), (bt, b, r) in PARAMS_TABLE.items():
+        assert _optimal_param(bt, k, 0.5, 0.5) == (b, r), (t, k)
+    # brute force for two entries (all 2·k·H(k) pairs: kept small for time)
+    for k, bt, chosen in ((64, 0.65, (9, 7)), (64, 0.1, (15, 1))):
+        costs = {(b, r): cost(b, r, bt) for b in range(1, k + 1) for r in range(1, k // b + 1)}
+        assert costs[chosen] <= min(costs.values()) * (1 + 1e-6), (k, bt)
 
 
 def test_params_explicit_band_threshold() -> None:
-    for t, bt in ((0.8, 0.8), (0.8, 0.7), (0.9, 0.5)):
+    # brute-force / datasketch choices at k = 128 for these band thresholds
+    for t, bt, expected in ((0.8, 0.8, (9, 13)), (0.8, 0.7, (14, 9)), (0.9, 0.5, (25, 5))):
         p = Params(threshold=t, band_threshold=bt)
         assert p.band_threshold == bt
-        assert (p.bands, p.rows) == optimal_bands(bt, p.num_perm)
+        assert (p.bands, p.rows) == expected
+        assert _optimal_param(bt, 128, 0.5, 0.5) == expected
 
 
 @pytest.mark.parametrize("bt", [0.85, 1.0, -0.1, float("nan")])
 def test_params_rejects_bad_band_threshold(bt: float) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^band_threshold must be in \(0, threshold\], not "):
         Params(threshold=0.8, band_threshold=bt)
 
 
@@ -227,26 +331,35 @@ def test_params_keeps_explicit_bands() -> None:
 @pytest.mark.parametrize("bands,rows", [(17, 8), (16, 9), (129, 1), (1, 129), (12, 12)])
 def test_params_rejects_bands_times_rows_over_num_perm(bands: int, rows: int) -> None:
     assert bands * rows > 128
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^bands × rows = {bands * rows} exceeds num_perm 128$"):
         Params(num_perm=128, bands=bands, rows=rows)
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.01, float("nan"), float("inf")])
 def test_params_rejects_bad_threshold(bad: float) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^threshold must be between 0 and 1 \(exclusive\), not "):
         Params(threshold=bad)
 
 
-@pytest.mark.parametrize("kw", [dict(num_perm=4), dict(num_perm=2048), dict(unit="token"), dict(ngram=0)])
-def test_params_rejects_bad_fields(kw: dict) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kw,message", [
+    (dict(num_perm=4), "num_perm must be between 8 and 1024, not 4"),
+    (dict(num_perm=2048), "num_perm must be between 8 and 1024, not 2048"),
+    (dict(unit="token"), "unit must be 'word' or 'char', not 'token'"),
+    (dict(ngram=0), "ngram must be between 1 and 64, not 0"),
+])
+def test_params_rejects_bad_fields(kw: dict, message: str) -> None:
+    with pytest.raises(ValueError) as info:
         Params(**kw)
+    assert str(info.value) == message
 
 
 def test_params_differences() -> None:
     a, b = Params(), Params(threshold=0.9)
     assert a.differences(a) == []
-    fields = {d.split(":")[0] for d in a.differences(b)}
-    assert "threshold" in fields
-    expected = {f for f, v in a.as_dict().items() if b.as_dict()[f] != v}
-    assert fields == expected
+    # 0.9 → band threshold 0.75 → 11 × 11 (PARAMS_TABLE); everything else equal
+    assert a.differences(b) == [
+        "threshold: stored 0.8, requested 0.9",
+        "band_threshold: stored 0.65, requested 0.75",
+        "bands: stored 16, requested 11",
+        "rows: stored 8, requested 11",
+    ]

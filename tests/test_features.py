@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pgdedup.features import Features, FeatureSpec, features
 from pgdedup.normalise import normalise, tokens
-from reference import ref_char_shingles, ref_word_shingles
+from reference import SPACELESS_BLOCKS, ref_char_shingles, ref_normalise, ref_tokens, ref_word_shingles
 
 SEED = 1
 ALL_WHITESPACE = [chr(c) for c in range(0x110000) if chr(c).isspace()]
@@ -187,6 +187,22 @@ def test_tokens_lose_and_invent_nothing(text: str) -> None:
     assert "".join(toks) == s.replace(" ", "")
     if s.isascii():
         assert toks == (s.split(" ") if s else [])
+
+
+_ANY_TEXT = st.text(alphabet=st.one_of(
+    st.characters(codec="utf-8"),
+    st.sampled_from(ALL_WHITESPACE),
+    *(st.integers(lo, hi).map(chr) for lo, hi in SPACELESS_BLOCKS),
+), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_TEXT)
+def test_normalise_and_tokens_match_reference_module(text: str) -> None:
+    """tests/reference.py (which imports nothing from pgdedup) agrees on steps 1-3, for any text,
+    including every block of the spaceless scripts."""
+    assert normalise(text) == ref_normalise(text)
+    assert tokens(normalise(text)) == ref_tokens(ref_normalise(text))
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,13 +386,13 @@ def test_feature_spec_defaults() -> None:
 
 @pytest.mark.parametrize("unit", ["words", "token", "", "WORD", "Char", None, 1])
 def test_feature_spec_rejects_bad_unit(unit: object) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(f"unit must be 'word' or 'char', not {unit!r}")):
         FeatureSpec(unit, 5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("ngram", [0, -1, -5, 65, 1000])
 def test_feature_spec_rejects_bad_ngram(ngram: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^ngram must be between 1 and 64, not {ngram}$"):
         FeatureSpec("word", ngram)
 
 

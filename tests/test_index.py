@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import pgdedup
-from pgdedup import Params, PgdedupError, sign_texts
+from pgdedup import Params, sign_texts
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 
@@ -26,29 +26,52 @@ def _stored(conn: psycopg.Connection, name: str) -> dict[str, tuple]:
     return {r[0]: r[1:] for r in rows}
 
 
-@pytest.mark.parametrize("key_type,make_key", [
-    ("integer", lambda i: i), ("bigint", lambda i: 10**12 + i),
-    ("uuid", lambda i: uuid.UUID(int=i * 7919)), ("text", lambda i: f"k-{i}")])
-def test_stored_signatures_equal_python_api(conn, dsn, key_type, make_key):
-    conn.execute(f"CREATE TABLE docs (id {key_type} PRIMARY KEY, title text, body text)")
+KEY_TYPES = [
+    ("smallint", "smallint", lambda i: i - 30),  # negative keys too
+    ("integer", "integer", lambda i: i),
+    ("bigint", "bigint", lambda i: 10**12 + i),
+    ("uuid", "uuid", lambda i: uuid.UUID(int=i * 7919)),
+    ("text", "text", lambda i: f"k-{i}"),
+    ("varchar(12)", "character varying", lambda i: f"v-{i:03d}"),
+]
+
+
+@pytest.mark.parametrize("declared,recorded,make_key", KEY_TYPES, ids=[k[1] for k in KEY_TYPES])
+def test_stored_signatures_round_trip_every_key_type(conn, dsn, declared, recorded, make_key):
+    """Round trip (not an accuracy oracle; see test_oracles_sql): what the loader stores is what
+    ``sign_texts`` computes for the same text, under the key's text form, for every key type."""
+    conn.execute(f"CREATE TABLE docs (id {declared} PRIMARY KEY, title text, body text)")
     rows = [(make_key(i), f"Title {i}" if i % 3 else None, _text(i) if i % 5 else None) for i in range(60)]
+    # row 60 repeats row 1's text: similar() by key must find exactly it, at similarity 1
+    rows.append((make_key(60), rows[1][1], rows[1][2]))
     with conn.cursor().copy("COPY docs (id, title, body) FROM STDIN") as copy:
         for r in rows:
             copy.write_row(r)
     result = pgdedup.index("docs", "id", ["title", "body"], dsn=dsn, chunk_size=16, progress=False)
-    assert (result.source_rows, result.signed, result.removed) == (60, 60, 0)
+    assert (result.source_rows, result.signed, result.removed) == (61, 61, 0)
+    assert conn.execute("SELECT key_type FROM pgdedup.collections").fetchone()[0] == recorded
     texts = ["\n".join(c for c in r[1:] if c is not None) for r in rows]
     expected = sign_texts(texts, Params())
     stored = _stored(conn, "docs")
-    assert len(stored) == 60
+    assert set(stored) == {str(r[0]) for r in rows}
     for i, r in enumerate(rows):
         sig, buckets, count, th = stored[str(r[0])]
         assert sig == expected.signature(i).tolist()
         assert count == expected.feature_counts[i]
         assert th == expected.text_hashes[i]
         assert buckets == (expected.buckets[i].tolist() if count else [])
+    # rows 0, 5, 10, ... with no title (i % 3 == 0) and no body (i % 5 == 0): 0, 15, 30, 45 are empty
+    empty = {i for i in range(60) if i % 15 == 0}
+    assert {i for i, r in enumerate(rows) if stored[str(r[0])][2] == 0} == empty
     bands = conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0]
-    assert bands == Params().bands * sum(1 for v in stored.values() if v[2] > 0)
+    assert bands == 16 * (61 - len(empty))  # 16 × 8 at threshold 0.8
+    # similar() by key, in the key's text form
+    assert pgdedup.similar("docs", key=str(make_key(1)), dsn=dsn) == [(str(make_key(60)), 1.0)]
+    assert pgdedup.similar("docs", key=make_key(60), dsn=dsn) == [(str(make_key(1)), 1.0)]
+    assert conn.execute("SELECT pgdedup.similarity('docs', %s, %s)",
+                        (str(make_key(1)), str(make_key(60)))).fetchone()[0] == 1.0
+    with pytest.raises(pgdedup.RowNotFound, match=f'collection "docs" has no row with key "{make_key(61)}"'):
+        pgdedup.similar("docs", key=str(make_key(61)), dsn=dsn)
 
 
 def test_rerun_is_incremental_and_idempotent(conn, dsn):
@@ -81,7 +104,7 @@ def test_changed_parameters_refused_unless_reindex(conn, dsn):
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(20)])
     pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
-    with pytest.raises(PgdedupError, match="ngram: stored 5, requested 3.*--reindex"):
+    with pytest.raises(pgdedup.InvalidArgument, match="ngram: stored 5, requested 3.*rerun with --reindex"):
         pgdedup.index("t", "id", ["body"], dsn=dsn, params=Params(ngram=3), progress=False)
     redone = pgdedup.index("t", "id", ["body"], dsn=dsn, params=Params(ngram=3), reindex=True, progress=False)
     assert redone.signed == 20
@@ -144,3 +167,40 @@ def test_workers_store_identical_results(conn, dsn):
                          "USING (collection_id) WHERE name = %s ORDER BY 1, 2, 3", (name,)).fetchall()))
     assert len(dumps[0][0]) == 300 and len(dumps[0][1]) == 300 * Params().bands
     assert dumps[0] == dumps[1] == dumps[2]
+
+
+def _dump(conn: psycopg.Connection, name: str) -> tuple[list, list]:
+    rows = conn.execute(
+        "SELECT row_key, row_id, signature, buckets, text_hash, feature_count FROM pgdedup.signatures s "
+        "JOIN pgdedup.collections USING (collection_id) WHERE name = %s ORDER BY row_key COLLATE \"C\"",
+        (name,)).fetchall()
+    bands = conn.execute("SELECT band, bucket, row_id FROM pgdedup.band_keys b JOIN pgdedup.collections "
+                         "USING (collection_id) WHERE name = %s ORDER BY 1, 2, 3", (name,)).fetchall()
+    return rows, bands
+
+
+@pytest.mark.parametrize("key_type,make_key", [
+    # text keys whose order differs between collations and byte order: case, digits, non-ASCII
+    ("text", lambda i: ["k-", "K-", "é-", "z ", "Z_", "ß"][i % 6] + str(i)),
+    ("uuid", lambda i: uuid.UUID(int=(i * 0x9E3779B97F4A7C15) % 2**128)),
+], ids=["text", "uuid"])
+def test_workers_identical_results_text_and_uuid_keys(conn, dsn, key_type, make_key):
+    """Two workers split the key range at a quantile of the key; every row must still be signed
+    exactly once, with the same stored values as one worker."""
+    if key_type == "text":  # a linguistic collation, where the key order is not byte order
+        icu = conn.execute("SELECT collname FROM pg_collation WHERE collname IN ('und-x-icu', 'en_US.utf8', "
+                           "'en_US.UTF-8', 'C.utf8') ORDER BY collname = 'und-x-icu' DESC LIMIT 1").fetchone()
+        if icu:
+            key_type = f'text COLLATE "{icu[0]}"'
+    conn.execute(f"CREATE TABLE t (id {key_type} PRIMARY KEY, body text)")
+    keys = [make_key(i) for i in range(200)]
+    assert len(set(keys)) == 200
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(k, _text(i)) for i, k in enumerate(keys)])
+    for workers, name in ((1, "one"), (2, "two")):
+        result = pgdedup.index("t", "id", ["body"], name=name, dsn=dsn, workers=workers, chunk_size=30,
+                               progress=False)
+        assert (result.source_rows, result.signed) == (200, 200)
+    one, two = _dump(conn, "one"), _dump(conn, "two")
+    assert sorted(r[0] for r in one[0]) == sorted(str(k) for k in keys)
+    assert len(one[1]) == 200 * 16
+    assert one == two

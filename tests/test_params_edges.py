@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pgdedup import Params, sign_texts
@@ -11,21 +12,46 @@ from pgdedup.normalise import tokens
 
 
 def test_low_threshold_gets_a_valid_band_threshold():
+    # max(0.04 - 0.15, 0.04 / 2) = max(-0.11, 0.02) = 0.02; at 0.02 the brute-force (and
+    # datasketch) choice for k = 128 is 82 bands of 1 row (tests/test_bands.py, PARAMS_TABLE)
     p = Params(threshold=0.04)
-    assert 0 < p.band_threshold <= 0.04
-    assert (p.bands, p.rows) == optimal_bands(p.band_threshold, p.num_perm)
+    assert p.band_threshold == 0.02
+    assert (p.bands, p.rows) == (82, 1)
 
 
-@pytest.mark.parametrize("bands,rows", [(-1, -1), (-2, 5), (3, 2.5), (200, 0), (True, 4)])
-def test_bad_bands_and_rows_are_refused(bands, rows):
-    with pytest.raises(ValueError):
+def test_low_threshold_bands_are_the_brute_force_choice():
+    """82 × 1 at 0.02: brute force over every (b, r) with b·r <= 128, each cost a midpoint-rule
+    integral (4000 nodes per side) of an S-curve written out here."""
+    t, nodes = 0.02, 4000
+    x_lo = (np.arange(nodes) + 0.5) * (t / nodes)
+    x_hi = t + (np.arange(nodes) + 0.5) * ((1 - t) / nodes)
+    costs = {}
+    for b in range(1, 129):
+        for r in range(1, 128 // b + 1):
+            fp = np.sum(1 - (1 - x_lo**r) ** b) * (t / nodes)
+            fn = np.sum((1 - x_hi**r) ** b) * ((1 - t) / nodes)
+            costs[(b, r)] = (fp + fn) / 2
+    assert min(costs, key=costs.get) == (82, 1) == optimal_bands(t, 128)
+
+
+@pytest.mark.parametrize("bands,rows,message", [
+    (-1, -1, "bands must be a positive integer, not -1"),
+    (-2, 5, "bands must be a positive integer, not -2"),
+    (3, 2.5, "rows must be a positive integer, not 2.5"),
+    (200, 0, "bands and rows are given together, or neither"),
+    (True, 4, "bands must be a positive integer, not True"),
+])
+def test_bad_bands_and_rows_are_refused(bands, rows, message):
+    with pytest.raises(ValueError) as info:
         Params(bands=bands, rows=rows)
+    assert str(info.value) == message
 
 
 @pytest.mark.parametrize("ngram", [2.5, True, 0])
 def test_bad_ngram_is_refused(ngram):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as info:
         FeatureSpec("word", ngram)
+    assert str(info.value) == f"ngram must be between 1 and 64, not {ngram}"
 
 
 def test_empty_chunk_and_single_feature_rows():

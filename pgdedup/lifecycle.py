@@ -1,0 +1,48 @@
+"""``pgdedup drop`` and ``pgdedup unmark``: end a collection, or take its marks back.
+
+Both are thin calls of SQL functions (sql/0004: ``pgdedup.drop_collection``,
+``pgdedup.unmark``), so psql users get the same behaviour. Each takes the collection's lock
+first, like every other writer, and fails at once while another run holds it.
+"""
+
+from __future__ import annotations
+
+from .collections import get
+from .db import connect
+from .errors import translated
+
+
+def drop(name: str, *, unmark: bool = False, dsn: str | None = None) -> int:
+    """Forget collection ``name``: its signatures, band keys, results, runs and non-invasive view.
+
+    The source table's rows are never touched. Its marking column keeps its marks unless
+    ``unmark`` is true, which sets every mark to NULL first (the column itself stays: it is part
+    of the user's table, and dropping a column is a schema change for the application to make).
+    Returns the number of rows (signatures) forgotten.
+
+    Raises:
+        CollectionNotFound: no such collection.
+        CollectionBusy: another run (index, dedupe, ...) holds the collection.
+    """
+    with translated(), connect(dsn, application_name=f"pgdedup drop {name}") as conn:
+        get(conn, name)
+        forgotten = conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
+        conn.commit()
+    return forgotten
+
+
+def unmark(name: str, *, dsn: str | None = None) -> int:
+    """Clear the marking column of collection ``name`` (every mark set to NULL, one transaction).
+
+    The column stays and stays recorded as the collection's, so a later ``dedupe`` fills it
+    again. Returns the number of rows cleared (0 when the collection never marked in place).
+
+    Raises:
+        CollectionNotFound: no such collection.
+        CollectionBusy: another run holds the collection.
+    """
+    with translated(), connect(dsn, application_name=f"pgdedup unmark {name}") as conn:
+        get(conn, name)
+        cleared = conn.execute("SELECT pgdedup.unmark(%s)", (name,)).fetchone()[0]
+        conn.commit()
+    return cleared
