@@ -4,7 +4,7 @@ Revision ID: ${up_revision}
 Revises: ${down_revision | comma,n}
 """
 
-from pgdedup.migrate import sql_steps
+from pgdedup.alembic_ops import sql_steps
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}

@@ -11,7 +11,6 @@ from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, Permis
 from .dedupe import DedupeResult, dedupe
 from .lifecycle import drop, unmark
 from .loader import IndexResult, index
-from .migrate import downgrade, migrate
 from .params import Params
 from .queries import pairs, similar, status
 from .signer import SignedChunk, sign_texts
@@ -19,6 +18,16 @@ from .signer import SignedChunk, sign_texts
 __all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
            "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation",
            "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "unmark"]
+
+
+
+def __getattr__(name: str) -> object:
+    """``migrate`` and ``downgrade`` load alembic and SQLAlchemy (~0.3 s) only when first used."""
+    if name in ("migrate", "downgrade"):
+        from . import alembic_ops
+        return getattr(alembic_ops, name)
+    raise AttributeError(f"module 'pgdedup' has no attribute {name!r}")
+
 
 try:
     __version__ = _version("pgdedup")

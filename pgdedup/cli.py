@@ -23,7 +23,6 @@ from .errors import PgdedupError, message_of
 from .dedupe import dedupe
 from .lifecycle import drop, unmark
 from .loader import DEFAULT_CHUNK, index
-from .migrate import current_revision, migrate
 from .params import Params
 from .queries import candidate_similarities, pairs, similar, status
 from .tune import chart, histogram, tune, write_plot
@@ -70,10 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys")
     p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified")
-    p.add_argument("--key", required=True, metavar="COLUMN", help="unique key column (integer, bigint, uuid, text)")
+    p.add_argument("--key", required=True, metavar="COLUMN", help="unique key column: smallint, integer, bigint, uuid, text or varchar")
     p.add_argument("--text", required=True, action="append", metavar="COLUMN",
-                   help="text column; repeat to join several with newlines (NULLs skipped)")
-    p.add_argument("--name", help="collection name (default: the table name)")
+                   help="text column; repeat to join several with newlines (NULLs skipped); other types "
+                        "(jsonb, …) are read as their text form, bytea is refused")
+    p.add_argument("--name", help="collection name, at most 52 bytes (default: the table name)")
     p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
                    "candidates near the threshold at more verification cost (default: max(threshold - 0.15, threshold / 2))")
@@ -84,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
     p.add_argument("--reindex", action="store_true", help="rebuild from scratch, also when settings changed")
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, help="rows per chunk (default %(default)s)")
-    p.add_argument("--workers", type=int, help="worker processes, each signing one key range "
-                   "(default: one per core, at most one per 25,000 rows)")
+    p.add_argument("--workers", type=int, help="worker processes, each signing one key range; never more "
+                   "than one per chunk of rows (default: one per core, at most one per 25,000 rows)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_dsn(p)
 
@@ -197,8 +197,6 @@ def _results_summary(r: dict) -> str:
 
 
 def _print_tune(args: argparse.Namespace) -> None:
-    if not 0.0 <= args.fp_weight <= 1.0:
-        raise ValueError(f"--fp-weight must be between 0 and 1, not {args.fp_weight}")
     report = tune(args.threshold, args.num_perm, args.fp_weight, args.band_threshold)
     print(report.text())
     print(chart(report))
@@ -217,13 +215,14 @@ def run(args: argparse.Namespace) -> None:
     if args.command == "demo":
         demo_mod.run(rows=args.rows, keep=args.keep, dsn=args.dsn)
     elif args.command == "migrate":
+        from .alembic_ops import current_revision, migrate  # alembic only for this command
         migrate(args.dsn or "", args.revision)
         print(f"pgdedup schema at revision {current_revision(args.dsn or '')}")
     elif args.command == "index":
         if (args.bands is None) != (args.rows is None):
             raise ValueError("--bands and --rows go together")
-        params = Params(threshold=args.threshold, band_threshold=args.band_threshold or 0.0, num_perm=args.num_perm,
-                        unit=args.unit, ngram=args.ngram, bands=args.bands or 0, rows=args.rows or 0)
+        params = Params(threshold=args.threshold, band_threshold=args.band_threshold, num_perm=args.num_perm,
+                        unit=args.unit, ngram=args.ngram, bands=args.bands, rows=args.rows)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
                        workers=args.workers)

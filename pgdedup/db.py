@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .errors import PgdedupError, UnsafeOperation
+from .errors import InvalidArgument, PgdedupError, UnsafeOperation
 
 #: The search_path of every pgdedup session: no object of another schema can stand in for a
 #: built-in function or operator, and pgdedup's own objects are always schema-qualified.
@@ -151,9 +151,19 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],
                    schema: str | None = None) -> Source:
-    """Check that the table and columns exist and the key type is supported."""
+    """Check that the table and columns exist, the key type is supported, no text column is
+    bytea and the database's encoding is known. A text column of another type (jsonb, integer,
+    an enum, …) is read as its text form (``col::text``).
+
+    Raises:
+        PgdedupError: a missing table or column.
+        InvalidArgument: an unsupported key type, a bytea text column, a SQL_ASCII database.
+    """
     if not text_columns:
         raise PgdedupError("at least one text column is needed (--text COLUMN)")
+    if conn.info.parameter_status("server_encoding") == "SQL_ASCII":
+        raise InvalidArgument("databases with encoding SQL_ASCII are not supported: their text has no known "
+                              "encoding to normalise (use UTF8)")
     nsp, rel = find_table(conn, table, schema)
     columns = table_columns(conn, nsp, rel)
     available = ", ".join(columns)
@@ -162,5 +172,9 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
             raise PgdedupError(f"column {col!r} does not exist in table {nsp}.{rel} (columns: {available})")
     key_type = columns[key]
     if key_type not in KEY_TYPES:
-        raise PgdedupError(f"key column {key!r} has type {key_type}; supported: {', '.join(KEY_TYPES)}")
+        raise InvalidArgument(f"key column {key!r} has type {key_type}; supported: {', '.join(KEY_TYPES)}")
+    for col in text_columns:
+        if columns[col] == "bytea":
+            raise InvalidArgument(f"text column {col!r} is bytea, whose text form is hex, not its words; index a "
+                                  f"view that decodes it, e.g. convert_from({col}, 'UTF8')")
     return Source(nsp, rel, key, key_type, tuple(text_columns))

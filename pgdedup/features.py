@@ -16,6 +16,7 @@ from typing import Literal
 
 import numpy as np
 
+from .errors import InvalidArgument
 from .hashing import mix64, seeded, word_hashes
 from .normalise import spaced
 
@@ -33,9 +34,9 @@ class FeatureSpec:
 
     def __post_init__(self) -> None:
         if self.unit not in ("word", "char"):
-            raise ValueError(f"unit must be 'word' or 'char', not {self.unit!r}")
+            raise InvalidArgument(f"unit must be 'word' or 'char', not {self.unit!r}")
         if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or not 1 <= self.ngram <= 64:
-            raise ValueError(f"ngram must be between 1 and 64, not {self.ngram}")
+            raise InvalidArgument(f"ngram must be between 1 and 64, not {self.ngram}")
 
 
 @dataclass

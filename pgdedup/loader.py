@@ -250,6 +250,10 @@ def _sign_parallel(job: _Job, ranges: list[tuple[str | None, str | None]], bar: 
             p.join()
 
 
+#: Longest collection name: "<name>_duplicates" must fit PostgreSQL's 63-byte identifiers.
+MAX_NAME_BYTES = 52
+
+
 def default_workers(rows: int) -> int:
     """One worker per core, but no more than one per 25,000 rows (a process costs ~1 s to start)."""
     return max(1, min(os.cpu_count() or 1, rows // 25_000))
@@ -318,8 +322,11 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
         source = resolve_source(writer, table, key, text, schema)  # before any schema change
-        require_head(writer, dsn)
         name = name or source.table
+        if not 0 < len(name.encode()) <= MAX_NAME_BYTES:
+            raise InvalidArgument(f"a collection name has 1 to {MAX_NAME_BYTES} bytes (its view is NAME_duplicates, "
+                                  f"and PostgreSQL names have at most 63): {name!r}; choose one with --name")
+        require_head(writer, dsn)
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)
@@ -350,7 +357,8 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
     show = sys.stderr.isatty() if progress is None else progress
     total = source_rows if coll.rows_indexed == 0 else None
     parts = workers if workers is not None else default_workers(source_rows)
-    ranges = _key_ranges(writer, source, min(parts, max(1, source_rows)))
+    # never a worker with less than a chunk of rows: each costs a process start and a connection
+    ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
     # a first load stages its band keys and moves them in one sorted insert at the end;
     # a crashed run's staged keys are moved first, so a rerun sees everything committed
     writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .bands import optimal_bands
+from .errors import InvalidArgument
 from .features import FeatureSpec, Unit
 
 #: Bumped whenever the feature or signature algorithm changes, so stored signatures made by an
@@ -37,37 +38,42 @@ class Params:
     """
 
     threshold: float = 0.8
-    band_threshold: float = 0.0
+    band_threshold: float | None = None  # None: default_band_threshold(threshold)
     num_perm: int = 128
     unit: Unit = "word"
     ngram: int = 5
     seed: int = DEFAULT_SEED
-    bands: int = 0
-    rows: int = 0
+    bands: int | None = None  # None (with rows None): optimised for band_threshold
+    rows: int | None = None
     algorithm: int = field(default=ALGORITHM_VERSION)
 
     def __post_init__(self) -> None:
+        """Check every field and fill the derived ones.
+
+        Raises:
+            InvalidArgument: a field out of range (0 is never "the default": leave it out).
+        """
         FeatureSpec(self.unit, self.ngram)  # validates unit and ngram
         if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"threshold must be between 0 and 1 (exclusive), not {self.threshold}")
+            raise InvalidArgument(f"threshold must be between 0 and 1 (exclusive), not {self.threshold}")
         if not 8 <= self.num_perm <= 1024:
-            raise ValueError(f"num_perm must be between 8 and 1024, not {self.num_perm}")
-        if not self.band_threshold:
+            raise InvalidArgument(f"num_perm must be between 8 and 1024, not {self.num_perm}")
+        if self.band_threshold is None:
             object.__setattr__(self, "band_threshold", default_band_threshold(self.threshold))
         if not 0.0 < self.band_threshold <= self.threshold:
-            raise ValueError(f"band_threshold must be in (0, threshold], not {self.band_threshold}")
+            raise InvalidArgument(f"band_threshold must be in (0, threshold], not {self.band_threshold}")
         for name in ("bands", "rows"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a positive integer, not {value!r}")
-        if bool(self.bands) != bool(self.rows):
-            raise ValueError("bands and rows are given together, or neither")
-        if not self.bands:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidArgument(f"{name} must be a positive integer, not {value!r}")
+        if (self.bands is None) != (self.rows is None):
+            raise InvalidArgument("bands and rows are given together, or neither")
+        if self.bands is None:
             b, r = optimal_bands(self.band_threshold, self.num_perm)
             object.__setattr__(self, "bands", b)
             object.__setattr__(self, "rows", r)
         if self.bands * self.rows > self.num_perm:
-            raise ValueError(f"bands × rows = {self.bands * self.rows} exceeds num_perm {self.num_perm}")
+            raise InvalidArgument(f"bands × rows = {self.bands * self.rows} exceeds num_perm {self.num_perm}")
 
     @property
     def spec(self) -> FeatureSpec:

@@ -12,7 +12,7 @@ import psycopg
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0004_results"
+HEAD = "0005_contract"
 
 
 def revision(conn: psycopg.Connection) -> str | None:
@@ -30,5 +30,5 @@ def require_head(conn: psycopg.Connection, dsn: str) -> None:
         PermissionDenied: the schema is behind and the role may not create it.
     """
     if revision(conn) != HEAD:
-        from .migrate import migrate  # alembic is imported only when a migration runs
+        from .alembic_ops import migrate  # alembic is imported only when a migration runs
         migrate(dsn)

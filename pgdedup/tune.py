@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from .bands import optimal_bands, s_curve
-from .params import default_band_threshold
+from .errors import InvalidArgument
+from .params import Params
 
 
 def estimate_keeps(j: float, threshold: float, num_perm: int) -> float:
@@ -60,8 +61,15 @@ class TuneReport:
 
 def tune(threshold: float, num_perm: int = 128, fp_weight: float = 0.5,
          band_threshold: float | None = None) -> TuneReport:
-    """The (bands, rows) pgdedup would choose, with what they will find."""
-    bt = band_threshold if band_threshold else default_band_threshold(threshold)
+    """The (bands, rows) pgdedup would choose, with what they will find.
+
+    Raises:
+        InvalidArgument: a threshold outside (0, 1), a band threshold outside (0, threshold],
+            num_perm outside [8, 1024] or fp_weight outside [0, 1] (checked as ``index`` checks them).
+    """
+    if not 0.0 <= fp_weight <= 1.0:
+        raise InvalidArgument(f"fp_weight must be between 0 and 1, not {fp_weight}")
+    bt = Params(threshold=threshold, band_threshold=band_threshold, num_perm=num_perm, bands=1, rows=1).band_threshold
     b, r = optimal_bands(bt, num_perm, fp_weight, 1.0 - fp_weight)
     return TuneReport(threshold, bt, num_perm, fp_weight, b, r)
 

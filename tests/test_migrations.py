@@ -12,7 +12,7 @@ from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
 import pgdedup
-from pgdedup.migrate import current_revision, engine_for
+from pgdedup.alembic_ops import current_revision, engine_for
 from pgdedup.schema import HEAD
 
 APP = Path(__file__).parent / "app_migrations"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import pgdedup
+
 from pgdedup import Params, sign_texts
 from pgdedup.bands import optimal_bands
 from pgdedup.features import FeatureSpec
@@ -38,11 +40,13 @@ def test_low_threshold_bands_are_the_brute_force_choice():
     (-1, -1, "bands must be a positive integer, not -1"),
     (-2, 5, "bands must be a positive integer, not -2"),
     (3, 2.5, "rows must be a positive integer, not 2.5"),
-    (200, 0, "bands and rows are given together, or neither"),
+    (200, 0, "rows must be a positive integer, not 0"),  # 0 is not "the default"
+    (0, 0, "bands must be a positive integer, not 0"),
+    (200, None, "bands and rows are given together, or neither"),
     (True, 4, "bands must be a positive integer, not True"),
 ])
 def test_bad_bands_and_rows_are_refused(bands, rows, message):
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(pgdedup.InvalidArgument) as info:
         Params(bands=bands, rows=rows)
     assert str(info.value) == message
 

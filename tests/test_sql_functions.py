@@ -83,8 +83,9 @@ def test_keep_order_sql(conn, indexed):
         's.body DESC NULLS LAST, s.id ASC')
     assert one(conn, "SELECT pgdedup.keep_order_sql(%s, NULL)", indexed) == "s.id ASC"
     for bad in ("body; drop table docs", "missing", "body sideways"):
-        with pytest.raises(psycopg.errors.RaiseException, match="keep order"):
+        with pytest.raises(psycopg.Error, match="keep order") as info:
             conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (indexed, bad))
+        assert info.value.sqlstate == "PD003"
 
 
 def test_find_mark_view_and_status(conn, indexed):

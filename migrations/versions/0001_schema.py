@@ -5,7 +5,7 @@ Revises:
 Applies sql/0001_schema.sql; downgrade applies sql/0001_schema.down.sql.
 """
 
-from pgdedup.migrate import sql_steps
+from pgdedup.alembic_ops import sql_steps
 
 revision = "0001_schema"
 down_revision = None

@@ -5,7 +5,7 @@ Revises: 0001_schema
 Applies sql/0002_dedupe.sql; downgrade applies sql/0002_dedupe.down.sql.
 """
 
-from pgdedup.migrate import sql_steps
+from pgdedup.alembic_ops import sql_steps
 
 revision = "0002_dedupe"
 down_revision = '0001_schema'

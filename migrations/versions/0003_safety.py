@@ -8,7 +8,7 @@ downgrade undoes 0003 and then re-applies revision 2 (0002.down, 0002): dedupe r
 (``pgdedup.duplicates``, ``pgdedup.exact_pairs``) are recomputable and are dropped with it.
 """
 
-from pgdedup.migrate import run_sql_file
+from pgdedup.alembic_ops import run_sql_file
 
 revision = "0003_safety"
 down_revision = "0002_dedupe"

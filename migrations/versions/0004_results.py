@@ -9,7 +9,7 @@ downgrade removes 4's own objects and rebuilds revision 3 from revision 2 (0003.
 recomputable; a column no longer recorded is refused for marking until it is empty again).
 """
 
-from pgdedup.migrate import run_sql_file
+from pgdedup.alembic_ops import run_sql_file
 
 revision = "0004_results"
 down_revision = "0003_safety"
