@@ -112,6 +112,12 @@ def test_migrate_and_help():
 
 
 def test_migrate_command(conn, dsn):
+    status = cli("status", "--dsn", dsn)  # before any schema: says so, creates nothing
+    assert status.returncode == 0 and status.stdout.startswith("no collections yet"), status.stderr
+    assert conn.execute("SELECT to_regnamespace('pgdedup') IS NULL").fetchone()[0]
+    proc = cli("migrate", "--revision", "0002_dedupe", "--dsn", dsn)
+    assert proc.returncode == 0 and "pgdedup schema at revision 0002_dedupe" in proc.stdout, proc.stderr
+    assert conn.execute("SELECT to_regclass('pgdedup.results') IS NULL").fetchone()[0]  # a revision-4 table
     proc = cli("migrate", "--dsn", dsn)
     assert proc.returncode == 0 and f"pgdedup schema at revision {HEAD}" in proc.stdout
     assert conn.execute("SELECT to_regclass('pgdedup.signatures') IS NOT NULL").fetchone()[0]

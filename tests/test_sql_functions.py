@@ -105,3 +105,13 @@ def test_find_mark_view_and_status(conn, indexed):
     status = conn.execute("SELECT name, rows_indexed, duplicates, last_dedupe->>'duplicates' FROM pgdedup.status"
                           ).fetchone()
     assert status == ("docs", 6, 2, "2")
+
+
+def test_dedupe_functions_send_no_notices(conn, indexed):
+    """psql users saw six 'schema "pg_temp" does not exist, skipping' notices per call."""
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary))
+    conn.execute("SELECT * FROM pgdedup.find_duplicates('docs')")
+    conn.execute("SELECT * FROM pgdedup.mark_duplicates('docs')")
+    conn.execute("SELECT * FROM pgdedup.find_duplicates('docs', p_keep_order => 'body desc')")
+    assert notices == []
