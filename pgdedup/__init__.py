@@ -14,10 +14,11 @@ from .loader import IndexResult, index
 from .params import Params
 from .queries import pairs, similar, status
 from .signer import SignedChunk, sign_texts
+from .tracking import track
 
 __all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
            "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation",
-           "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "unmark"]
+           "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark"]
 
 
 

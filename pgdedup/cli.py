@@ -25,6 +25,7 @@ from .lifecycle import drop, unmark
 from .loader import DEFAULT_CHUNK, index
 from .params import Params
 from .queries import candidate_similarities, pairs, similar, status
+from .tracking import track
 from .tune import chart, histogram, tune, write_plot
 
 DSN_HELP = "PostgreSQL connection string (default: $DATABASE_URL, else the libpq PG* environment)"
@@ -67,10 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--revision", default="head", help="target revision (default: head)")
     _add_dsn(p)
 
-    p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys")
-    p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified")
-    p.add_argument("--key", required=True, metavar="COLUMN", help="unique key column: smallint, integer, bigint, uuid, text or varchar")
-    p.add_argument("--text", required=True, action="append", metavar="COLUMN",
+    p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys",
+                       epilog="examples: pgdedup index feed_items --key feed_item_id --text title --text content; "
+                              "pgdedup index feed_items (an existing collection, with its stored settings)")
+    p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified; or, without "
+                   "--key and --text, the name of an existing collection")
+    p.add_argument("--key", metavar="COLUMN", help="unique key column: smallint, integer, bigint, uuid, text or varchar")
+    p.add_argument("--text", action="append", metavar="COLUMN",
                    help="text column; repeat to join several with newlines (NULLs skipped); other types "
                         "(jsonb, …) are read as their text form, bytea is refused")
     p.add_argument("--name", help="collection name, at most 52 bytes (default: the table name)")
@@ -83,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ngram", type=int, default=5, help="shingle size in units (default 5)")
     p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
     p.add_argument("--reindex", action="store_true", help="rebuild from scratch, also when settings changed")
+    p.add_argument("--full", action="store_true", help="compare every row, also on a tracked collection "
+                   "(which otherwise signs just the keys its triggers queued)")
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, help="rows per chunk (default %(default)s)")
     p.add_argument("--workers", type=int, help="worker processes, each signing one key range; never more "
                    "than one per chunk of rows (default: one per core, at most one per 25,000 rows)")
@@ -99,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
     _max_bucket(p)
     _verify(p)
+    p.add_argument("--full", action="store_true", help="decide every row again (default: after a run with the "
+                   "same settings, only what changed since, with the same result)")
     _add_dsn(p)
 
     p = sub.add_parser("pairs", help="print every verified near-duplicate pair")
@@ -127,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "optimisation, 0..1 (false negatives get 1 - this; default 0.5)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are optimised for (default: max(threshold - 0.15, threshold / 2))")
     p.add_argument("--plot", metavar="FILE", help="also write the S-curve to FILE.svg or FILE.png")
+    _add_dsn(p)
+
+    p = sub.add_parser("track", help="queue the keys writers change (triggers), so index signs just those",
+                       epilog="example: pgdedup track feed_items; pgdedup track feed_items --off")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--off", action="store_true", help="remove the triggers and the queue")
     _add_dsn(p)
 
     p = sub.add_parser("drop", help="forget a collection (signatures, band keys, results, view); never the source rows",
@@ -189,6 +203,10 @@ def _results_summary(r: dict) -> str:
     """What the stored results of one status row say, including whether they are stale or orphaned."""
     parts = [f"{r['marked']} marked in {r['mark_column']}" if r["mark_column"] else "no marking column",
              f"{r['duplicates']} duplicates in the view result"]
+    if r["tracked"]:
+        parts.append(f"tracked, {r['queued']} changes queued")
+    if r["pending"]:
+        parts.append(f"{r['pending']} rows not checked yet")
     if r["stale"]:
         parts.append(f"STALE results ({', '.join(r['stale'])}): rerun dedupe")
     if r["source_missing"]:
@@ -221,15 +239,19 @@ def run(args: argparse.Namespace) -> None:
     elif args.command == "index":
         if (args.bands is None) != (args.rows is None):
             raise ValueError("--bands and --rows go together")
-        params = Params(threshold=args.threshold, band_threshold=args.band_threshold, num_perm=args.num_perm,
-                        unit=args.unit, ngram=args.ngram, bands=args.bands, rows=args.rows)
+        if (args.key is None) != (args.text is None):
+            raise ValueError("--key and --text go together (a new collection), or neither (an existing one)")
+        params = None if args.key is None else Params(
+            threshold=args.threshold, band_threshold=args.band_threshold, num_perm=args.num_perm, unit=args.unit,
+            ngram=args.ngram, bands=args.bands, rows=args.rows)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
-                       dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
+                       full=args.full, dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
                        workers=args.workers)
         print(result.summary())
     elif args.command == "dedupe":
         print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
-                     alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, dsn=args.dsn).summary())
+                     alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, full=args.full,
+                     dsn=args.dsn).summary())
     elif args.command == "pairs":
         _print_pairs(args)
     elif args.command == "similar":
@@ -240,6 +262,10 @@ def run(args: argparse.Namespace) -> None:
         else:
             for k, s in rows:
                 print(f"{s:.4f}\t{k}")
+    elif args.command == "track":
+        on = track(args.name, on=not args.off, dsn=args.dsn)
+        print(f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"
+              if on else f"{args.name}: not tracked any more (index compares every row)")
     elif args.command == "drop":
         forgotten = drop(args.name, unmark=args.unmark, dsn=args.dsn)
         print(f"dropped {args.name}: {forgotten} rows forgotten" + (", marks cleared" if args.unmark else ""))

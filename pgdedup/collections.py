@@ -14,7 +14,8 @@ from .errors import CollectionNotFound, InvalidArgument, SourceMissing
 from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
-            "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold, algorithm, rows_indexed, indexed_at")
+            "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold, algorithm, rows_indexed, indexed_at, "
+            "tracked")
 
 
 @dataclass(frozen=True)
@@ -25,15 +26,16 @@ class Collection:
     params: Params
     rows_indexed: int
     indexed_at: datetime | None
+    tracked: bool = False  # triggers queue the keys writers touch (see ``tracking``)
 
 
 def _from_row(row: tuple) -> Collection:
     (cid, name, nsp, rel, key, key_type, text_cols, unit, ngram, k, b, r, seed, threshold, band_threshold,
-     algorithm, rows_indexed, indexed_at) = row
+     algorithm, rows_indexed, indexed_at, tracked) = row
     params = Params(threshold=threshold, band_threshold=band_threshold, num_perm=k, unit=unit, ngram=ngram,
                     seed=seed, bands=b, rows=r, algorithm=algorithm)
     return Collection(cid, name, Source(nsp, rel, key, key_type, tuple(text_cols)), params, rows_indexed,
-                      indexed_at)
+                      indexed_at, tracked)
 
 
 def find(conn: psycopg.Connection, name: str) -> Collection | None:
@@ -119,9 +121,13 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
     if not reindex:
         if not differences:
             return existing
+    if existing.tracked and _source_differences(existing.source, source):
+        raise InvalidArgument(f"collection {existing.name!r} tracks {existing.source.label}; stop that first "
+                              f"(`pgdedup track {existing.name} --off`)")
+    if not reindex:
         raise InvalidArgument(f"collection {existing.name!r} was indexed with other settings "
                               f"({'; '.join(differences)}); rerun with --reindex to rebuild it")
-    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results"):
+    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results", "changes"):
         conn.execute(sql.SQL("DELETE FROM pgdedup.{} WHERE collection_id = %s").format(sql.Identifier(table)),
                      (existing.id,))
     conn.execute(

@@ -25,15 +25,17 @@ class DedupeResult:
     groups: int
     seconds: float
     marked_in: str  # "table.column" for in-place marking, else the view name
+    kind: str = "full"  # or "incremental": only what changed since the last run was re-examined
 
     def summary(self) -> str:
-        return (f"deduped {self.name}: {self.rows_examined} rows examined, {self.duplicates} duplicates "
+        examined = "rows re-examined" if self.kind == "incremental" else "rows examined"
+        return (f"deduped {self.name} ({self.kind}): {self.rows_examined} {examined}, {self.duplicates} duplicates "
                 f"in {self.groups} groups, marked in {self.marked_in}, {self.seconds:.1f} s")
 
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
            column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100,
-           verify: str = "estimate", dsn: str | None = None) -> DedupeResult:
+           verify: str = "estimate", full: bool = False, dsn: str | None = None) -> DedupeResult:
     """Mark near-duplicates of collection ``name``.
 
     ``alter=True`` adds/fills ``column`` in the source table (NULL = kept, else the kept row's key);
@@ -42,6 +44,11 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     ``keep_order`` is an ORDER BY list of source columns (e.g. ``"published_at, feed_item_id"``);
     the first row of a group in that order is kept. ``verify="exact"`` re-checks candidates
     with exact Jaccard from the source text first (see ``exact``).
+
+    A later run with the same settings (by estimate) is incremental: it re-examines only the
+    rows that changed since (as logged by ``index``) and those connected to them through
+    candidate edges, and stores exactly the marks a full run would (``pgdedup.update_duplicates``
+    in sql/0006; docs/features.md says why). ``full`` forces a full run.
 
     Every argument is checked before anything is written. A column pgdedup has to add is added
     in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
@@ -66,8 +73,14 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             conn.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-        if verify == "exact":
-            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+        if verify == "estimate":
+            row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s)",
+                               (name, alter, threshold, keep_order, column, max_bucket, full)).fetchone()
+            if not alter:
+                where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
+            conn.commit()
+            return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
+        verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

@@ -25,7 +25,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from . import collections, copybin, hashing
+from . import collections, copybin, hashing, tracking
 from .db import Source, connect, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import require_head
@@ -49,6 +49,7 @@ class IndexResult:
     seconds: float
     params: Params
     null_keys: int = 0
+    queued: int | None = None  # queue entries worked through; None: every row was compared
     stats: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -56,6 +57,9 @@ class IndexResult:
         return self.source_rows - self.signed
 
     def summary(self) -> str:
+        if self.queued is not None:
+            return (f"indexed {self.name} from its queue: {self.queued} changes, {self.signed} rows signed, "
+                    f"{self.removed} removed, {self.source_rows} rows in all, {self.seconds:.1f} s")
         rate = self.signed / self.seconds if self.seconds > 0 else 0.0
         extra = f", {self.null_keys} rows with NULL key skipped" if self.null_keys else ""
         return (f"indexed {self.name}: {self.source_rows} rows ({self.signed} signed, {self.unchanged} unchanged, "
@@ -103,12 +107,13 @@ def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: in
     with conn.transaction():
         conn.execute("SET LOCAL enable_nestloop = off")
         gone = conn.execute(sql.SQL(
-            "SELECT ARRAY(SELECT g.row_id FROM pgdedup.signatures g WHERE g.collection_id = %s "
-            "AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.{key}::text = g.row_key))"
-        ).format(table=source.table_sql, key=sql.Identifier(source.key)), (collection_id,)).fetchone()[0]
+            "SELECT g.row_id, g.row_key FROM pgdedup.signatures g WHERE g.collection_id = %s "
+            "AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.{key}::text = g.row_key)"
+        ).format(table=source.table_sql, key=sql.Identifier(source.key)), (collection_id,)).fetchall()
         if gone:
-            conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, gone))
             _results_now_stale(conn, collection_id)
+            conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, [k for _, k in gone]))
+            conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, [i for i, _ in gone]))
     return len(gone)
 
 
@@ -134,6 +139,7 @@ def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple]
     existing = [r[1] for r in rows if r[1] is not None]
     with conn.transaction():
         conn.execute("SELECT pgdedup.assert_locked_by(%s, %s)", (collection_id, lock_holder))
+        conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, keys))  # for incremental dedupe
         if existing:
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, existing))
         stream = copybin.signatures(collection_id, keys, row_ids, [r[2] for r in rows],
@@ -295,11 +301,16 @@ def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
             "pgdedup needs a unique key (a PRIMARY KEY or UNIQUE constraint also makes this check free)")
 
 
-def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str | None = None,
-          schema: str | None = None, params: Params | None = None, reindex: bool = False,
-          dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK, progress: bool | None = None,
-          workers: int | None = 1) -> IndexResult:
+def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] | None = None, *,
+          name: str | None = None, schema: str | None = None, params: Params | None = None,
+          reindex: bool = False, full: bool = False, dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK,
+          progress: bool | None = None, workers: int | None = 1) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
+
+    Without ``key`` and ``text``, ``table`` names an existing collection, which is brought up to
+    date with its stored source and parameters. On a tracked collection (``tracking.track``)
+    only the queued keys are read and signed, without scanning the table; ``full`` (and every
+    untracked collection) compares every row instead.
 
     ``workers`` processes each sign one key range (None: ``default_workers``, as the CLI does);
     results do not depend on it. Worker processes are spawned, so a script that asks for more
@@ -316,12 +327,18 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
         CollectionBusy: another run (index, dedupe, ...) holds the collection's lock.
         PgdedupError: a missing table or column, a failed worker, a connection failure.
     """
-    params = params or Params()
     _check_run_options(chunk_size, workers)
+    if (key is None) != (text is None):
+        raise InvalidArgument("give both the key and the text columns (a new collection), or neither (an existing one)")
     dsn = resolve_dsn(dsn)
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
-        source = resolve_source(writer, table, key, text, schema)  # before any schema change
+        if key is None:  # an existing collection, with what it stores
+            stored = collections.get(writer, name or table, need_source=True)
+            name, source, params = stored.name, stored.source, params or stored.params
+        else:
+            source = resolve_source(writer, table, key, text, schema)  # before any schema change
+            params = params or Params()
         name = name or source.table
         if not 0 < len(name.encode()) <= MAX_NAME_BYTES:
             raise InvalidArgument(f"a collection name has 1 to {MAX_NAME_BYTES} bytes (its view is NAME_duplicates, "
@@ -334,7 +351,7 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
         try:
             with writer.transaction():
                 coll = collections.settle(writer, coll, source, params, reindex)
-            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0)
+            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full)
             with writer.transaction():
                 writer.execute(
                     "UPDATE pgdedup.collections SET rows_indexed = (SELECT count(*) FROM pgdedup.signatures "
@@ -348,8 +365,45 @@ def index(table: str, key: str, text: list[str] | tuple[str, ...], *, name: str 
 
 
 def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
-         progress: bool | None, workers: int | None, t0: float) -> IndexResult:
-    """The locked part of an index run: forget vanished rows, sign new and changed ones."""
+         progress: bool | None, workers: int | None, t0: float, full: bool) -> IndexResult:
+    """The locked part of an index run: from the queue of a tracked collection, else by comparing
+    every row (forget vanished rows, sign new and changed ones)."""
+    seqs, needs_full = tracking.queue_state(writer, coll.id) if coll.tracked else ([], False)
+    if coll.tracked and not (full or needs_full or coll.rows_indexed == 0):
+        return _run_queue(writer, coll, source, chunk_size, progress, t0, len(seqs))
+    if seqs:  # a full comparison sees text changes; the queued keys may have changed in other columns too
+        writer.execute("SELECT pgdedup.log_changes(%s, ARRAY(SELECT row_key FROM pgdedup.queue "
+                       "WHERE seq = ANY(%s) AND row_key IS NOT NULL))", (coll.id, seqs))
+    result = _run_full(writer, dsn, coll, source, chunk_size, progress, workers, t0)
+    if seqs:  # every change they announce was committed before the full comparison read the table
+        with writer.transaction():
+            tracking.consume(writer, seqs)
+    return result
+
+
+def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source: Source, chunk_size: int,
+               progress: bool | None, t0: float, queued: int) -> IndexResult:
+    """Sign the queued keys of a tracked collection (see ``tracking.sign_queued``)."""
+    if queued:
+        _results_now_stale(writer, coll.id)
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
+              file=sys.stderr) as bar:
+        signed, removed = tracking.sign_queued(
+            writer, coll.id, source, chunk_size,
+            lambda rows: _write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
+            bar.update)
+    seconds = time.perf_counter() - t0
+    rows = writer.execute("SELECT count(*) FROM pgdedup.signatures WHERE collection_id = %s", (coll.id,)).fetchone()[0]
+    result = IndexResult(coll.name, rows, signed, removed, seconds, coll.params, queued=queued)
+    result.stats = {"mode": "queue", "queued": queued, "signed": signed, "removed": removed,
+                    "seconds": round(seconds, 3)}
+    return result
+
+
+def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
+              progress: bool | None, workers: int | None, t0: float) -> IndexResult:
+    """Compare every row: forget vanished rows, sign new and changed ones."""
     removed = _remove_vanished(writer, source, coll.id)
     source_rows, null_keys = writer.execute(
         sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
@@ -374,6 +428,6 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
         writer.execute("ANALYZE pgdedup.signatures (collection_id, row_key, row_id)")  # not the arrays: 20× cheaper
     seconds = time.perf_counter() - t0
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
-    result.stats = {"source_rows": source_rows, "signed": signed, "removed": removed,
+    result.stats = {"mode": "full", "source_rows": source_rows, "signed": signed, "removed": removed,
                     "null_keys": null_keys, "seconds": round(seconds, 3)}
     return result

@@ -12,7 +12,7 @@ import psycopg
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0005_contract"
+HEAD = "0006_living"
 
 
 def revision(conn: psycopg.Connection) -> str | None:

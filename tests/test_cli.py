@@ -37,7 +37,7 @@ def test_dedupe_pairs_similar_status(conn, dsn, items):
     groups, originals, n = items
     proc = cli("dedupe", "items", "--keep-order", "published_at, id", "--dsn", dsn)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"deduped items: {n} rows examined, ")
+    assert proc.stdout.startswith(f"deduped items (full): {n} rows examined, ")
     assert "marked in public.items.duplicate_of" in proc.stdout
 
     proc = cli("pairs", "items", "--dsn", dsn)

@@ -1,0 +1,106 @@
+"""Change tracking: triggers on the source table queue the keys writers touch, in the writers' own
+transactions (sql/0006: ``pgdedup.track``, ``pgdedup.capture``), and ``index`` signs just those.
+
+A queued key leaves the queue in the transaction that stores its row's new signature (or
+forgets a deleted row), so a crash anywhere loses nothing: the rerun finds the key still
+queued. Only entries that were visible when they were read are deleted, never a range of
+sequence numbers, so a writer that commits late is never skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from .collections import get
+from .db import Source, connect
+from .errors import translated
+
+
+def track(name: str, *, on: bool = True, dsn: str | None = None) -> bool:
+    """Start (``on``) or stop tracking the source table of collection ``name``.
+
+    Starting installs four statement-level triggers (insert, update, delete, truncate) that
+    queue keys and send ``NOTIFY pgdedup, '<name>'``; the next ``index`` compares every row once
+    to catch up with what happened before. Stopping removes them and empties the queue. Each
+    takes the table's lock for the instant of creating or dropping the triggers (waiting at
+    most ``lock_timeout``, 5 s unless the session sets one). Returns whether it is tracked now.
+
+    Raises:
+        CollectionNotFound: no such collection.
+        SourceMissing: starting, and the source table is gone.
+        PermissionDenied: the role may not create triggers on the table (it needs to own it).
+        CollectionBusy: another run holds the collection, or the table lock was not had in time.
+    """
+    with translated(), connect(dsn, application_name=f"pgdedup track {name}") as conn:
+        get(conn, name, need_source=on)
+        try:
+            tracked = conn.execute("SELECT pgdedup.track(%s, %s)", (name, on)).fetchone()[0]
+        except psycopg.errors.LockNotAvailable as exc:
+            raise psycopg.errors.LockNotAvailable(
+                f"could not lock the source table of {name!r} to change its triggers: {exc}") from exc
+        conn.commit()
+    return tracked
+
+
+def queue_state(conn: psycopg.Connection, collection_id: int) -> tuple[list[int], bool]:
+    """The sequence numbers of the collection's visible queue entries, and whether any of them
+    asks for a full comparison (a TRUNCATE, or tracking just started)."""
+    rows = conn.execute("SELECT seq, row_key IS NULL FROM pgdedup.queue WHERE collection_id = %s",
+                        (collection_id,)).fetchall()
+    return [r[0] for r in rows], any(r[1] for r in rows)
+
+
+def consume(conn: psycopg.Connection, seqs: list[int]) -> None:
+    """Delete exactly these queue entries (in the caller's transaction)."""
+    conn.execute("DELETE FROM pgdedup.queue WHERE seq = ANY(%s)", (seqs,))
+
+
+def _keyed_query(source: Source, collection_id: int) -> sql.Composed:
+    """The rows with the given keys: (stored md5 equal?, key, existing row id, md5, text columns)."""
+    key = sql.Identifier(source.key)
+    md5 = sql.SQL("md5({})::uuid").format(source.text_sql)
+    return sql.SQL(
+        "SELECT g.source_md5 IS NOT DISTINCT FROM {md5}, s.{key}::text, g.row_id, {md5}, {cols} FROM {table} s "
+        "LEFT JOIN pgdedup.signatures g ON g.collection_id = {cid} AND g.row_key = s.{key}::text "
+        "WHERE s.{key} = ANY(%s::{cast}[])"
+    ).format(key=key, md5=md5, table=source.table_sql, cid=sql.Literal(collection_id), cast=source.key_cast,
+             cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
+
+
+def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, chunk_size: int,
+                write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int]:
+    """Work through the collection's queue in chunks of ``chunk_size`` entries; returns (rows
+    signed, rows forgotten).
+
+    Per chunk, in one transaction: read the entries, read their rows by key (the source's own
+    key index), sign the new and changed ones with ``write_rows`` (``(key, row id, md5, text
+    columns...)`` tuples), forget the keys the table no longer has, log the rows that changed
+    only in other columns (their keep-order rank may have moved), and delete the entries.
+    """
+    signed = forgotten = 0
+    while True:
+        with conn.transaction():
+            entries = conn.execute(
+                "SELECT seq, row_key FROM pgdedup.queue WHERE collection_id = %s AND row_key IS NOT NULL "
+                "ORDER BY seq LIMIT %s", (collection_id, chunk_size)).fetchall()
+            if not entries:
+                return signed, forgotten
+            keys = sorted({k for _, k in entries})
+            rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
+            changed = [r[1:] for r in rows if not r[0]]
+            touched = [r[1] for r in rows if r[0]]
+            present = {r[1] for r in rows}
+            gone = [k for k in keys if k not in present]
+            conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, touched + gone))
+            if gone:
+                forgotten += conn.execute(
+                    "SELECT pgdedup.forget_rows(%s, ARRAY(SELECT row_id FROM pgdedup.signatures "
+                    "WHERE collection_id = %s AND row_key = ANY(%s)))", (collection_id, collection_id, gone)).fetchone()[0]
+            if changed:
+                write_rows(changed)
+                signed += len(changed)
+            consume(conn, [seq for seq, _ in entries])
+        report(len(entries))

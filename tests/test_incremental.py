@@ -1,0 +1,238 @@
+"""Living collections: tracking, indexing from the queue, and an incremental dedupe whose marks
+equal, row for row, those of a collection built from scratch on the final table.
+
+The oracle is independent of the incremental machinery: a second collection over the same table,
+indexed from nothing and deduped in full (by the plain walk, itself checked against brute force
+in test_oracles_sql.py), after every batch of random inserts, text edits, keep-order edits and
+deletes. Small buckets caps (max_bucket 2-3) make capped buckets, whose leaders move with every
+change, the common case rather than the exception.
+"""
+
+from __future__ import annotations
+
+import random
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import pgdedup
+
+from clirun import cli, one_line_error
+
+FAMILIES = 4
+WORDS = 24
+
+
+def _text(rng: random.Random, family: int, edits: int) -> str:
+    """A family's base text with ``edits`` words replaced: edits 0-3 give Jaccards from 1 down to
+    about 0.6 against the base (word 3-grams), so pairs fall on both sides of the threshold."""
+    words = [f"f{family}w{i}" for i in range(WORDS)]
+    for _ in range(edits):
+        words[rng.randrange(WORDS)] = f"x{rng.randrange(40)}"
+    return " ".join(words)
+
+
+PARAMS = pgdedup.Params(threshold=0.7, ngram=3, num_perm=32, bands=8, rows=2)
+
+
+def _marks_column(conn) -> dict[int, int | None]:
+    return dict(conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall())
+
+
+def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int) -> dict[int, int | None]:
+    """The oracle: a new collection over the final table, indexed and deduped from scratch."""
+    conn.execute("SELECT pgdedup.drop_collection('fresh') FROM pgdedup.collections WHERE name = 'fresh'")
+    conn.commit()
+    pgdedup.index("docs", "id", ["body"], name="fresh", params=PARAMS, dsn=dsn, progress=False)
+    result = pgdedup.dedupe("fresh", alter=False, keep_order=keep_order, max_bucket=max_bucket, dsn=dsn)
+    assert result.kind == "full"
+    rows = conn.execute("SELECT id, duplicate_of FROM pgdedup.fresh_duplicates ORDER BY id").fetchall()
+    conn.commit()
+    return dict(rows)
+
+
+def _apply(conn, rng: random.Random, ops: int, next_id: list[int], tracked: bool) -> None:
+    """A batch of random changes in a few statements, as an application would make them."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY id")]
+    for _ in range(ops):
+        op = rng.choice(["insert", "insert", "edit", "order", "delete"] if tracked else
+                        ["insert", "insert", "edit", "delete"])
+        if op == "insert" or not ids:
+            next_id[0] += 1
+            conn.execute("INSERT INTO docs VALUES (%s, %s, %s)",
+                         (next_id[0], _text(rng, rng.randrange(FAMILIES), rng.randrange(4)), rng.randrange(10)))
+            ids.append(next_id[0])
+        elif op == "edit":
+            conn.execute("UPDATE docs SET body = %s WHERE id = %s",
+                         (_text(rng, rng.randrange(FAMILIES), rng.randrange(4)), rng.choice(ids)))
+        elif op == "order":  # a keep-order column only: seen through tracking
+            conn.execute("UPDATE docs SET published_at = %s WHERE id = %s", (rng.randrange(10), rng.choice(ids)))
+        else:
+            gone = ids.pop(rng.randrange(len(ids)))
+            conn.execute("DELETE FROM docs WHERE id = %s", (gone,))
+    conn.commit()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), tracked=st.booleans(), max_bucket=st.sampled_from([2, 3, 100]),
+       keep_order=st.sampled_from(["published_at, id", "published_at desc", "id desc"]))
+def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_bucket, keep_order):
+    rng = random.Random(seed)
+    conn.execute("DROP TABLE IF EXISTS docs CASCADE")
+    pgdedup.migrate(dsn)
+    conn.execute("SELECT pgdedup.drop_collection(name) FROM pgdedup.collections")
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    conn.commit()
+    next_id = [0]
+    _apply(conn, rng, 30, next_id, tracked=False)
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    if tracked:
+        pgdedup.track("docs", dsn=dsn)
+    first = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, dsn=dsn)
+    assert first.kind == "full"
+    for _ in range(3):
+        _apply(conn, rng, rng.randrange(1, 12), next_id, tracked)
+        pgdedup.index("docs", dsn=dsn, progress=False)
+        result = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, dsn=dsn)
+        assert result.kind == "incremental"
+        assert _marks_column(conn) == _marks_fresh(conn, dsn, keep_order, max_bucket)
+        assert result.duplicates == sum(v is not None for v in _marks_column(conn).values())
+
+
+# tracking --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def docs(conn, dsn):
+    rng = random.Random(1)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    conn.commit()
+    _apply(conn, rng, 40, [0], tracked=False)
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    return rng
+
+
+def _queue(conn) -> list[str | None]:
+    rows = conn.execute("SELECT row_key FROM pgdedup.queue ORDER BY seq").fetchall()
+    conn.commit()
+    return [r[0] for r in rows]
+
+
+def test_tracking_queues_keys_in_the_writers_transaction(conn, dsn, docs):
+    proc = cli("track", "docs", "--dsn", dsn)
+    assert proc.returncode == 0, proc.stderr
+    assert _queue(conn) == [None], "tracking starts with one full comparison"
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    assert _queue(conn) == []
+
+    listener = psycopg.connect(dsn, autocommit=True)
+    listener.execute("LISTEN pgdedup")
+    with conn.transaction():
+        conn.execute("INSERT INTO docs VALUES (1000, 'a new text here', 1), (1001, NULL, 2)")
+        conn.execute("UPDATE docs SET body = 'changed text' WHERE id = 1")
+        conn.execute("DELETE FROM docs WHERE id = 2")
+        raise psycopg.Rollback()
+    assert _queue(conn) == [], "a rolled-back write queues nothing"
+    a, b = [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY id LIMIT 2")]
+    with conn.transaction():  # one transaction, one notification
+        conn.execute("INSERT INTO docs VALUES (1000, 'a new text here', 1), (1001, NULL, 2)")
+        conn.execute("UPDATE docs SET id = 3000 WHERE id = %s", (b,))  # a key changed: both keys queued
+        conn.execute("DELETE FROM docs WHERE id = %s", (a,))
+    assert sorted(_queue(conn)) == sorted(["1000", "1001", str(a), str(b), "3000"])
+    notes = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
+    assert notes == ["docs"]
+    listener.close()
+    st = pgdedup.status("docs", dsn=dsn)[0]
+    assert st["tracked"] is True and st["queued"] == 5
+
+    result = pgdedup.index("docs", dsn=dsn, progress=False)
+    assert result.queued == 5 and result.signed == 3 and result.removed == 2  # 1000, 1001, 3000; a, b
+    assert _queue(conn) == []
+    assert "indexed docs from its queue: 5 changes" in result.summary()
+    stored = dict(conn.execute("SELECT row_key, feature_count FROM pgdedup.signatures s "
+                               "JOIN pgdedup.collections c USING (collection_id) WHERE c.name = 'docs'").fetchall())
+    assert stored["1000"] > 0 and stored["1001"] == 0 and str(a) not in stored and str(b) not in stored
+    assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] == len(stored)
+
+
+def test_truncate_asks_for_a_full_comparison(conn, dsn, docs):
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    conn.execute("TRUNCATE docs")
+    conn.execute("INSERT INTO docs VALUES (1, 'only row left', 1)")
+    conn.commit()
+    assert _queue(conn) == [None, "1"]
+    result = pgdedup.index("docs", dsn=dsn, progress=False)
+    assert result.queued is None and result.source_rows == 1 and _queue(conn) == []
+
+
+def test_tracking_needs_the_tables_owner(conn, dsn, docs):
+    conn.execute("CREATE ROLE stranger LOGIN")
+    conn.execute("GRANT USAGE ON SCHEMA pgdedup TO stranger")
+    conn.execute("GRANT SELECT ON docs TO stranger")
+    conn.execute("GRANT SELECT, UPDATE ON ALL TABLES IN SCHEMA pgdedup TO stranger")
+    conn.commit()
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    stranger = psycopg.conninfo.make_conninfo(**{**params, "user": "stranger"})
+    one_line_error(cli("track", "docs", "--dsn", stranger), "needs its owner", 'role "stranger"')
+    assert pgdedup.status("docs", dsn=dsn)[0]["tracked"] is False
+
+
+def test_writers_need_no_grant_on_pgdedup(conn, dsn, docs):
+    pgdedup.track("docs", dsn=dsn)
+    conn.execute("CREATE ROLE app LOGIN")
+    conn.execute("GRANT INSERT, UPDATE, DELETE, SELECT ON docs TO app")
+    conn.commit()
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    with psycopg.connect(**{**params, "user": "app"}) as app:
+        app.execute("INSERT INTO docs VALUES (5000, 'written by the app', 1)")
+    assert "5000" in _queue(conn)
+
+
+def test_track_off_removes_triggers_and_queue(conn, dsn, docs):
+    pgdedup.track("docs", dsn=dsn)
+    assert pgdedup.track("docs", on=False, dsn=dsn) is False
+    conn.execute("INSERT INTO docs VALUES (7000, 'not queued', 1)")
+    conn.commit()
+    assert _queue(conn) == []
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone()[0] == 0
+
+
+def test_pending_rows_are_visible_until_deduped(conn, dsn, docs):
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    pgdedup.dedupe("docs", dsn=dsn)
+    conn.execute("INSERT INTO docs VALUES (8000, 'fresh arrival', 1)")
+    conn.commit()
+    pending = conn.execute("SELECT row_key, stage FROM pgdedup.pending WHERE collection = 'docs'").fetchall()
+    assert pending == [("8000", "queued")]
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    pending = conn.execute("SELECT row_key, stage FROM pgdedup.pending WHERE collection = 'docs'").fetchall()
+    assert pending == [("8000", "indexed")]
+    assert pgdedup.status("docs", dsn=dsn)[0]["pending"] == 1
+    result = pgdedup.dedupe("docs", dsn=dsn)
+    assert result.kind == "incremental"
+    assert conn.execute("SELECT count(*) FROM pgdedup.pending").fetchone()[0] == 0
+    assert pgdedup.dedupe("docs", full=True, dsn=dsn).kind == "full"
+
+
+def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
+    """1,000 unrelated rows and one family; one new near-copy: a handful of rows re-examined."""
+    rng = random.Random(3)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(1, 1001):
+            copy.write_row((i, " ".join(f"u{rng.randrange(10**6)}" for _ in range(WORDS)), 0))
+        for i in range(1001, 1004):
+            copy.write_row((i, _text(rng, 0, 1), i))
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn).kind == "full"
+    conn.execute("INSERT INTO docs VALUES (2000, %s, 0)", (_text(rng, 0, 1),))  # sorts first: the new keeper
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    result = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    assert result.kind == "incremental" and result.rows_examined == 4
+    assert "deduped docs (incremental): 4 rows re-examined" in result.summary()
+    incremental = _marks_column(conn)
+    assert incremental[2000] is None and 2000 in incremental.values()  # the new row sorts first: kept
+    assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).rows_examined == 1004
+    assert _marks_column(conn) == incremental
