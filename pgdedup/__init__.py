@@ -15,10 +15,11 @@ from .params import Params
 from .queries import pairs, similar, status
 from .signer import SignedChunk, sign_texts
 from .tracking import track
+from .watch import watch
 
 __all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
            "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation",
-           "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark"]
+           "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark", "watch"]
 
 
 

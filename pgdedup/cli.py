@@ -10,7 +10,9 @@ import argparse
 import csv
 import itertools
 import json
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -27,6 +29,7 @@ from .params import Params
 from .queries import candidate_similarities, pairs, similar, status
 from .tracking import track
 from .tune import chart, histogram, tune, write_plot
+from .watch import watch
 
 DSN_HELP = "PostgreSQL connection string (default: $DATABASE_URL, else the libpq PG* environment)"
 
@@ -143,6 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--off", action="store_true", help="remove the triggers and the queue")
     _add_dsn(p)
 
+    p = sub.add_parser("watch", help="keep a tracked collection's marks current: index and dedupe each batch of changes",
+                       epilog='example: pgdedup watch feed_items --keep-order "published_at, feed_item_id" '
+                              "(SIGINT/SIGTERM finish the current batch and exit 0)")
+    p.add_argument("name", metavar="NAME")
+    _threshold(p, "default: the collection's")
+    p.add_argument("--keep-order", metavar="ORDER", help="as for dedupe")
+    p.add_argument("--column", default="duplicate_of", help="as for dedupe")
+    p.add_argument("--no-alter", action="store_true", help="as for dedupe")
+    _max_bucket(p)
+    _add_dsn(p)
+
     p = sub.add_parser("drop", help="forget a collection (signatures, band keys, results, view); never the source rows",
                        epilog="example: pgdedup drop feed_items --unmark")
     p.add_argument("name", metavar="NAME")
@@ -214,6 +228,16 @@ def _results_summary(r: dict) -> str:
     return ", ".join(parts)
 
 
+def _watch(args: argparse.Namespace) -> None:
+    """Run the watcher until SIGINT/SIGTERM, which let the current batch finish (exit 0)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    watch(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
+          alter=not args.no_alter, max_bucket=args.max_bucket, dsn=args.dsn, stop=stop,
+          log=lambda line: print(line, flush=True))
+
+
 def _print_tune(args: argparse.Namespace) -> None:
     report = tune(args.threshold, args.num_perm, args.fp_weight, args.band_threshold)
     print(report.text())
@@ -266,6 +290,8 @@ def run(args: argparse.Namespace) -> None:
         on = track(args.name, on=not args.off, dsn=args.dsn)
         print(f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"
               if on else f"{args.name}: not tracked any more (index compares every row)")
+    elif args.command == "watch":
+        _watch(args)
     elif args.command == "drop":
         forgotten = drop(args.name, unmark=args.unmark, dsn=args.dsn)
         print(f"dropped {args.name}: {forgotten} rows forgotten" + (", marks cleared" if args.unmark else ""))

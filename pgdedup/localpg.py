@@ -85,9 +85,7 @@ class LocalPostgres:
             os.chown(self.base, user.pw_uid, user.pw_gid)
         self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
                   "--encoding=UTF8", "--locale=C")
-        options = " ".join(f"-c {k}={v}" for k, v in FAST_SETTINGS.items())
-        self._run("pg_ctl", "-D", str(data), "-w", "-l", str(self.base / "server.log"), "start",
-                  "-o", f"-c listen_addresses='' -k {self.base} {options}")
+        self._pg_ctl_start(data)
         self.dsn = f"host={self.base} port=5432 user=postgres dbname=postgres"
         return self.dsn
 
@@ -116,6 +114,25 @@ class LocalPostgres:
             if self.base and (self.base / "server.log").exists():
                 log = (self.base / "server.log").read_text()[-2000:]
             raise LocalPostgresError(f"{tool} failed: {proc.stderr.strip() or proc.stdout.strip()}\n{log}")
+
+    def restart(self) -> None:
+        """Stop the server (fast shutdown: sessions are cut) and start it again on the same data,
+        as an operator's restart would. Only for a server from system binaries.
+
+        Raises:
+            LocalPostgresError: an embedded server, or pg_ctl failed.
+        """
+        if self._embedded is not None or self.base is None:
+            raise LocalPostgresError("restart() needs a server started from system binaries")
+        self._run("pg_ctl", "-D", str(self.base / "data"), "-w", "-m", "fast", "stop")
+        self._pg_ctl_start(self.base / "data")
+
+    def _pg_ctl_start(self, data: Path) -> None:
+        """Start the server on ``data``, listening only on a socket in the base directory."""
+        assert self.base is not None
+        options = " ".join(f"-c {k}={v}" for k, v in FAST_SETTINGS.items())
+        self._run("pg_ctl", "-D", str(data), "-w", "-l", str(self.base / "server.log"), "start",
+                  "-o", f"-c listen_addresses='' -k {self.base} {options}")
 
     def stop_command(self) -> str:
         """A shell command that stops a server left running (``demo --keep``) and removes it."""

@@ -43,7 +43,9 @@ CREATE POLICY readable_collection ON pgdedup.changes
 -- The trigger function: queue the keys a statement wrote, and NOTIFY channel 'pgdedup' with
 -- the collection's name. SECURITY DEFINER (owned by pgdedup's owner), so roles that write the
 -- source table need no grant on pgdedup's tables. It serves only the table the collection
--- reads, and skips the marking writes of pgdedup itself (setting pgdedup.marking).
+-- reads: on any other (the source renamed, or a trigger made by hand) it does nothing, so the
+-- writer's statement never fails because of pgdedup. It skips pgdedup's own marking writes
+-- (setting pgdedup.marking).
 CREATE FUNCTION pgdedup.capture() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
@@ -54,8 +56,7 @@ BEGIN
     END IF;
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = TG_ARGV[0]::integer;
     IF NOT FOUND OR to_regclass(format('%I.%I', c.source_schema, c.source_table)) IS DISTINCT FROM TG_RELID THEN
-        RAISE EXCEPTION 'pgdedup.capture() serves only the source table of its collection'
-            USING ERRCODE = 'PD006';
+        RETURN NULL;
     END IF;
     IF TG_OP = 'TRUNCATE' THEN
         INSERT INTO pgdedup.queue (collection_id, row_key) VALUES (c.collection_id, NULL);
@@ -89,14 +90,28 @@ DECLARE
     rel regclass;
     kind "char";
     prefix text;
+    trig record;
 BEGIN
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = pgdedup.collection_id(p_collection);
     PERFORM pgdedup.lock_collection(c.collection_id);
+    IF current_setting('lock_timeout') = '0' THEN
+        PERFORM set_config('lock_timeout', '5s', true);  -- CREATE/DROP TRIGGER lock the table briefly
+    END IF;
+    prefix := format('pgdedup_track_%s_', c.collection_id);
     rel := to_regclass(format('%I.%I', c.source_schema, c.source_table));
-    IF rel IS NULL THEN
-        IF NOT p_on THEN  -- nothing left to remove triggers from
-            UPDATE pgdedup.collections SET tracked = false WHERE collection_id = c.collection_id;
-            DELETE FROM pgdedup.queue WHERE collection_id = c.collection_id;
+    IF p_on AND rel IS NOT NULL AND NOT has_table_privilege(rel, 'TRIGGER') THEN
+        RAISE EXCEPTION 'tracking %.% needs its owner (or the TRIGGER privilege on it); role "%" has neither',
+            c.source_schema, c.source_table, current_user USING ERRCODE = '42501';
+    END IF;
+    -- the collection's triggers wherever they are (a renamed source keeps them)
+    FOR trig IN SELECT t.tgname, t.tgrelid FROM pg_trigger t
+                WHERE t.tgfoid = 'pgdedup.capture()'::regprocedure AND starts_with(t.tgname, prefix) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', trig.tgname, trig.tgrelid::regclass);
+    END LOOP;
+    IF rel IS NULL OR NOT p_on THEN
+        UPDATE pgdedup.collections SET tracked = false WHERE collection_id = c.collection_id;
+        DELETE FROM pgdedup.queue WHERE collection_id = c.collection_id;
+        IF NOT p_on THEN
             RETURN false;
         END IF;
         RAISE EXCEPTION 'the source table %.% of collection "%" does not exist (renamed or dropped?)',
@@ -107,35 +122,43 @@ BEGIN
         RAISE EXCEPTION '%.% is not a table, so it cannot be tracked (triggers need a table)',
             c.source_schema, c.source_table USING ERRCODE = 'PD006';
     END IF;
-    IF NOT has_table_privilege(rel, 'TRIGGER') THEN
-        RAISE EXCEPTION 'tracking %.% needs its owner (or the TRIGGER privilege on it); role "%" has neither',
-            c.source_schema, c.source_table, current_user USING ERRCODE = '42501';
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS pgdedup_new
+                    FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'insert', rel, c.collection_id);
+    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS pgdedup_old NEW TABLE AS pgdedup_new
+                    FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'update', rel, c.collection_id);
+    EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS pgdedup_old
+                    FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'delete', rel, c.collection_id);
+    EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'truncate', rel, c.collection_id);
+    IF NOT c.tracked THEN
+        INSERT INTO pgdedup.queue (collection_id, row_key) VALUES (c.collection_id, NULL);
     END IF;
-    IF current_setting('lock_timeout') = '0' THEN
-        PERFORM set_config('lock_timeout', '5s', true);  -- CREATE TRIGGER locks the table briefly
+    UPDATE pgdedup.collections SET tracked = true WHERE collection_id = c.collection_id;
+    RETURN true;
+END $$;
+
+-- Forget a collection, as in revision 4, removing its tracking triggers first.
+CREATE OR REPLACE FUNCTION pgdedup.drop_collection(p_collection text, p_unmark boolean DEFAULT false) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    c pgdedup.collections;
+    forgotten bigint;
+BEGIN
+    SELECT * INTO c FROM pgdedup.collections WHERE collection_id = pgdedup.collection_id(p_collection);
+    PERFORM pgdedup.lock_collection(c.collection_id);
+    PERFORM pgdedup.track(p_collection, false);
+    IF p_unmark THEN
+        PERFORM pgdedup.unmark(p_collection);
     END IF;
-    prefix := format('pgdedup_track_%s_', c.collection_id);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', prefix || 'insert', rel);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', prefix || 'update', rel);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', prefix || 'delete', rel);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', prefix || 'truncate', rel);
-    IF p_on THEN
-        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS pgdedup_new
-                        FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'insert', rel, c.collection_id);
-        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s REFERENCING OLD TABLE AS pgdedup_old NEW TABLE AS pgdedup_new
-                        FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'update', rel, c.collection_id);
-        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS pgdedup_old
-                        FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'delete', rel, c.collection_id);
-        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %s
-                        FOR EACH STATEMENT EXECUTE FUNCTION pgdedup.capture(%s)', prefix || 'truncate', rel, c.collection_id);
-        IF NOT c.tracked THEN
-            INSERT INTO pgdedup.queue (collection_id, row_key) VALUES (c.collection_id, NULL);
-        END IF;
-    ELSE
-        DELETE FROM pgdedup.queue WHERE collection_id = c.collection_id;
+    IF octet_length(c.name || '_duplicates') <= 63 THEN
+        EXECUTE format('DROP VIEW IF EXISTS pgdedup.%I', c.name || '_duplicates');
     END IF;
-    UPDATE pgdedup.collections SET tracked = p_on WHERE collection_id = c.collection_id;
-    RETURN p_on;
+    DELETE FROM pgdedup.band_keys WHERE collection_id = c.collection_id;
+    DELETE FROM pgdedup.band_keys_staged WHERE collection_id = c.collection_id;
+    DELETE FROM pgdedup.signatures WHERE collection_id = c.collection_id;
+    GET DIAGNOSTICS forgotten = ROW_COUNT;
+    DELETE FROM pgdedup.collections WHERE collection_id = c.collection_id;  -- the rest cascades
+    RETURN forgotten;
 END $$;
 
 -- The change log ---------------------------------------------------------------------------------
@@ -392,6 +415,11 @@ DECLARE
     t double precision := coalesce(p_threshold,
         (SELECT c.threshold FROM pgdedup.collections c WHERE c.collection_id = p_collection_id));
 BEGIN
+    DROP TABLE IF EXISTS pg_temp.pgdedup_before;
+    CREATE TEMP TABLE pgdedup_before ON COMMIT DROP AS
+        SELECT d.row_key, d.duplicate_of FROM pgdedup.duplicates d
+        WHERE d.collection_id = p_collection_id AND d.target = p_target
+          AND d.row_key IN (SELECT k.row_key FROM pg_temp.pgdedup_redone k);
     DELETE FROM pgdedup.duplicates d
     USING pg_temp.pgdedup_redone k
     WHERE d.collection_id = p_collection_id AND d.target = p_target AND d.row_key = k.row_key;
@@ -409,6 +437,9 @@ BEGIN
             INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats)
             SELECT p_collection_id, 'dedupe', p_started, jsonb_build_object(
                 'incremental', true, 'rows_examined', st.rows_examined, 'texts', p_texts,
+                'marks_changed', (SELECT count(*) FROM pg_temp.pgdedup_before b FULL JOIN pg_temp.pgdedup_marks m
+                                  ON m.row_key = b.row_key
+                                  WHERE b.duplicate_of IS DISTINCT FROM m.duplicate_of),
                 'duplicates', st.duplicates, 'groups', st.groups, 'threshold', t, 'keep_order', p_keep_order,
                 'verify', 'estimate', 'target', p_target,
                 'seconds', extract(epoch FROM clock_timestamp() - p_started))

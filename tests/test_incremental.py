@@ -236,3 +236,39 @@ def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
     assert incremental[2000] is None and 2000 in incremental.values()  # the new row sorts first: kept
     assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).rows_examined == 1004
     assert _marks_column(conn) == incremental
+
+
+def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    conn.execute("INSERT INTO docs SELECT 10000 + i, concat_ws(' ', md5(i || 'a'), md5(i || 'b'), md5(i || 'c'), "
+                 "md5(i || 'd'), md5(i || 'e'), md5(i || 'f')), i % 5 FROM generate_series(1, 50000) i")
+    conn.execute("UPDATE docs SET body = (SELECT body FROM docs WHERE id = 10001) WHERE id IN (10002, 10003)")
+    assert conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 50002
+    result = pgdedup.index("docs", dsn=dsn, progress=False)
+    assert (result.queued, result.signed, result.removed) == (50002, 50000, 0)
+    inc = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    assert inc.kind == "incremental"
+    marks = _marks_column(conn)
+    assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).duplicates == inc.duplicates
+    assert _marks_column(conn) == marks
+
+
+@pytest.mark.parametrize("how", ["rename", "drop"])
+def test_a_tracked_source_renamed_or_dropped(conn, dsn, docs, how):
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    conn.execute("CREATE TABLE other (id int PRIMARY KEY, body text)")  # untouched bystander
+    conn.execute("ALTER TABLE docs RENAME TO docs_v2" if how == "rename" else "DROP TABLE docs")
+    if how == "rename":  # the app keeps writing the renamed table: its statements never fail
+        conn.execute("INSERT INTO docs_v2 VALUES (9000, 'still writable', 1)")
+        conn.execute("UPDATE docs_v2 SET body = 'edited' WHERE id = 9000")
+    assert pgdedup.status("docs", dsn=dsn)[0]["source_missing"] is True
+    one_line_error(cli("index", "docs", "--dsn", dsn), "source table public.docs of collection 'docs' does not exist")
+    one_line_error(cli("watch", "docs", "--dsn", dsn, timeout=60), "does not exist", "pgdedup drop docs")
+    assert pgdedup.drop("docs", dsn=dsn) > 0
+    if how == "rename":
+        assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs_v2'::regclass").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM other").fetchone()[0] == 0
