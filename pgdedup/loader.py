@@ -354,8 +354,9 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
             result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full)
             with writer.transaction():
                 writer.execute(
-                    "UPDATE pgdedup.collections SET rows_indexed = (SELECT count(*) FROM pgdedup.signatures "
-                    "WHERE collection_id = %s), indexed_at = now() WHERE collection_id = %s", (coll.id, coll.id))
+                    "UPDATE pgdedup.collections SET rows_indexed = CASE WHEN %s THEN %s ELSE (SELECT count(*) "
+                    "FROM pgdedup.signatures WHERE collection_id = %s) END, indexed_at = now() WHERE collection_id = %s",
+                    (result.queued is not None, result.source_rows, coll.id, coll.id))
                 writer.execute("INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats) "
                                "VALUES (%s, 'index', %s, %s)", (coll.id, started, Jsonb(result.stats)))
         finally:
@@ -389,12 +390,12 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
               file=sys.stderr) as bar:
-        signed, removed = tracking.sign_queued(
+        signed, added, removed = tracking.sign_queued(
             writer, coll.id, source, chunk_size,
             lambda rows: _write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
             bar.update)
     seconds = time.perf_counter() - t0
-    rows = writer.execute("SELECT count(*) FROM pgdedup.signatures WHERE collection_id = %s", (coll.id,)).fetchone()[0]
+    rows = coll.rows_indexed + added - removed  # no count over the whole collection
     result = IndexResult(coll.name, rows, signed, removed, seconds, coll.params, queued=queued)
     result.stats = {"mode": "queue", "queued": queued, "signed": signed, "removed": removed,
                     "seconds": round(seconds, 3)}

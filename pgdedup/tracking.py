@@ -71,23 +71,23 @@ def _keyed_query(source: Source, collection_id: int) -> sql.Composed:
 
 
 def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, chunk_size: int,
-                write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int]:
+                write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int, int]:
     """Work through the collection's queue in chunks of ``chunk_size`` entries; returns (rows
-    signed, rows forgotten).
+    signed, of which new, rows forgotten).
 
     Per chunk, in one transaction: read the entries, read their rows by key (the source's own
     key index), sign the new and changed ones with ``write_rows`` (``(key, row id, md5, text
     columns...)`` tuples), forget the keys the table no longer has, log the rows that changed
     only in other columns (their keep-order rank may have moved), and delete the entries.
     """
-    signed = forgotten = 0
+    signed = added = forgotten = 0
     while True:
         with conn.transaction():
             entries = conn.execute(
                 "SELECT seq, row_key FROM pgdedup.queue WHERE collection_id = %s AND row_key IS NOT NULL "
                 "ORDER BY seq LIMIT %s", (collection_id, chunk_size)).fetchall()
             if not entries:
-                return signed, forgotten
+                return signed, added, forgotten
             keys = sorted({k for _, k in entries})
             rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
             changed = [r[1:] for r in rows if not r[0]]
@@ -102,5 +102,6 @@ def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, ch
             if changed:
                 write_rows(changed)
                 signed += len(changed)
+                added += sum(1 for r in changed if r[1] is None)
             consume(conn, [seq for seq, _ in entries])
         report(len(entries))

@@ -152,7 +152,8 @@ def test_tracking_queues_keys_in_the_writers_transaction(conn, dsn, docs):
     stored = dict(conn.execute("SELECT row_key, feature_count FROM pgdedup.signatures s "
                                "JOIN pgdedup.collections c USING (collection_id) WHERE c.name = 'docs'").fetchall())
     assert stored["1000"] > 0 and stored["1001"] == 0 and str(a) not in stored and str(b) not in stored
-    assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] == len(stored)
+    assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] == len(stored) == result.source_rows
+    assert pgdedup.status("docs", dsn=dsn)[0]["rows_indexed"] == len(stored)
 
 
 def test_truncate_asks_for_a_full_comparison(conn, dsn, docs):
