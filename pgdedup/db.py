@@ -28,10 +28,15 @@ _user_schemas: "weakref.WeakKeyDictionary[psycopg.Connection, list[str]]" = weak
 
 
 def resolve_dsn(dsn: str | None = None) -> str:
-    """``dsn`` if given, else ``DATABASE_URL``, else "" (libpq then reads the PG* environment)."""
-    if dsn:
-        return dsn
-    return os.environ.get("DATABASE_URL", "")
+    """``dsn`` if given, else ``DATABASE_URL``, else "" (libpq then reads the PG* environment).
+
+    A SQLAlchemy URL (``postgresql+psycopg://…``, any driver) becomes the libpq URI it names.
+    """
+    dsn = dsn or os.environ.get("DATABASE_URL", "")
+    scheme, sep, rest = dsn.partition("://")
+    if sep and "+" in scheme and scheme.split("+", 1)[0] in ("postgresql", "postgres"):
+        return f"postgresql://{rest}"
+    return dsn
 
 
 def connect(dsn: str | None = None, **kwargs: object) -> psycopg.Connection:

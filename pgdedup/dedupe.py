@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .collections import get
-from .db import connect
-from .errors import translated
+import psycopg
+
+from .collections import Collection, get
+from .connection import Db, session
+from .errors import InvalidArgument, translated
 from .exact import verify_exact
 
 
@@ -35,7 +37,7 @@ class DedupeResult:
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
            column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100,
-           verify: str = "estimate", full: bool = False, dsn: str | None = None) -> DedupeResult:
+           verify: str = "estimate", full: bool = False, dsn: Db = None) -> DedupeResult:
     """Mark near-duplicates of collection ``name``.
 
     ``alter=True`` adds/fills ``column`` in the source table (NULL = kept, else the kept row's key);
@@ -49,6 +51,11 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     rows that changed since (as logged by ``index``) and those connected to them through
     candidate edges, and stores exactly the marks a full run would (``pgdedup.update_duplicates``
     in sql/0006; docs/features.md says why). ``full`` forces a full run.
+
+    ``dsn`` is anything ``connection.session`` takes; on a caller's connection the whole run
+    happens inside the caller's transaction (never committed here), and the marking column must
+    exist already (declared by the app), since adding it there would hold the table's
+    ACCESS EXCLUSIVE lock until the caller commits.
 
     Every argument is checked before anything is written. A column pgdedup has to add is added
     in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
@@ -65,20 +72,26 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         CollectionBusy: another run holds the collection, or the table could not be locked in time.
     """
     t0 = time.perf_counter()
-    with translated(), connect(dsn, application_name=f"pgdedup dedupe {name}") as conn:
+    with translated(), session(dsn, f"pgdedup dedupe {name}") as s:
+        conn = s.conn
         coll = get(conn, name, need_source=True)
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
         if alter:
+            if not s.owned and not _column_exists(conn, coll, column):
+                raise InvalidArgument(
+                    f"the marking column {coll.source.label}.{column} does not exist; declare it in your model or "
+                    "migration (the key's type, nullable), or call dedupe with a DSN or Engine so pgdedup adds it "
+                    "in a short transaction of its own")
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
-            conn.commit()  # the column (if added) and its brief table lock: done
+            s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         if verify == "estimate":
             row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s)",
                                (name, alter, threshold, keep_order, column, max_bucket, full)).fetchone()
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
-            conn.commit()
+            s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
         verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
@@ -88,5 +101,12 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             row = conn.execute("SELECT * FROM pgdedup.find_duplicates(%s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, max_bucket, verify)).fetchone()
             where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
-        conn.commit()
+        s.commit()
     return DedupeResult(name, row[0], row[1], row[2], time.perf_counter() - t0, where)
+
+
+def _column_exists(conn: psycopg.Connection, coll: Collection, column: str) -> bool:
+    return conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass "
+        "AND attname = %s AND attnum > 0 AND NOT attisdropped)",
+        (coll.source.schema, coll.source.table, column)).fetchone()[0]

@@ -8,11 +8,11 @@ first, like every other writer, and fails at once while another run holds it.
 from __future__ import annotations
 
 from .collections import get
-from .db import connect
+from .connection import Db, session
 from .errors import translated
 
 
-def drop(name: str, *, unmark: bool = False, dsn: str | None = None) -> int:
+def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
     """Forget collection ``name``: its signatures, band keys, results, runs and non-invasive view.
 
     The source table's rows are never touched. Its marking column keeps its marks unless
@@ -24,14 +24,14 @@ def drop(name: str, *, unmark: bool = False, dsn: str | None = None) -> int:
         CollectionNotFound: no such collection.
         CollectionBusy: another run (index, dedupe, ...) holds the collection.
     """
-    with translated(), connect(dsn, application_name=f"pgdedup drop {name}") as conn:
-        get(conn, name)
-        forgotten = conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
-        conn.commit()
+    with translated(), session(dsn, f"pgdedup drop {name}") as s:
+        get(s.conn, name)
+        forgotten = s.conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
+        s.commit()
     return forgotten
 
 
-def unmark(name: str, *, dsn: str | None = None) -> int:
+def unmark(name: str, *, dsn: Db = None) -> int:
     """Clear the marking column of collection ``name`` (every mark set to NULL, one transaction).
 
     The column stays and stays recorded as the collection's, so a later ``dedupe`` fills it
@@ -41,8 +41,8 @@ def unmark(name: str, *, dsn: str | None = None) -> int:
         CollectionNotFound: no such collection.
         CollectionBusy: another run holds the collection.
     """
-    with translated(), connect(dsn, application_name=f"pgdedup unmark {name}") as conn:
-        get(conn, name)
-        cleared = conn.execute("SELECT pgdedup.unmark(%s)", (name,)).fetchone()[0]
-        conn.commit()
+    with translated(), session(dsn, f"pgdedup unmark {name}") as s:
+        get(s.conn, name)
+        cleared = s.conn.execute("SELECT pgdedup.unmark(%s)", (name,)).fetchone()[0]
+        s.commit()
     return cleared

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from . import collections, copybin, hashing, tracking
+from .connection import Db, own_dsn
 from .db import Source, connect, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import require_head
@@ -303,7 +304,7 @@ def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
 
 def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] | None = None, *,
           name: str | None = None, schema: str | None = None, params: Params | None = None,
-          reindex: bool = False, full: bool = False, dsn: str | None = None, chunk_size: int = DEFAULT_CHUNK,
+          reindex: bool = False, full: bool = False, dsn: Db = None, chunk_size: int = DEFAULT_CHUNK,
           progress: bool | None = None, workers: int | None = 1) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
 
@@ -330,7 +331,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
     _check_run_options(chunk_size, workers)
     if (key is None) != (text is None):
         raise InvalidArgument("give both the key and the text columns (a new collection), or neither (an existing one)")
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(own_dsn(dsn, "index"))
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
         if key is None:  # an existing collection, with what it stores

@@ -11,14 +11,14 @@ from typing import Any
 
 from . import schema
 from .collections import get
-from .db import connect
+from .connection import Db, session
 from .errors import InvalidArgument, translated
 from .exact import verify_exact
 from .signer import sign_texts
 
 
 def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate", max_bucket: int = 100,
-          dsn: str | None = None) -> Iterator[tuple[str, str, float]]:
+          dsn: Db = None) -> Iterator[tuple[str, str, float]]:
     """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
@@ -29,7 +29,8 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         CollectionNotFound, InvalidArgument, CollectionBusy (see ``dedupe``).
         SourceMissing: ``verify="exact"`` and the source table was renamed or dropped.
     """
-    with translated(), connect(dsn, application_name=f"pgdedup pairs {name}") as conn:
+    with translated(), session(dsn, f"pgdedup pairs {name}") as s:
+        conn = s.conn
         coll = get(conn, name, need_source=verify == "exact")
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         if verify == "exact":
@@ -42,12 +43,13 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
 
 
 def similar(name: str, *, key: str | None = None, text: str | None = None, threshold: float | None = None,
-            limit: int = 10, dsn: str | None = None) -> list[tuple[str, float]]:
+            limit: int = 10, dsn: Db = None) -> list[tuple[str, float]]:
     """Rows of collection ``name`` similar to the row with ``key``, or to ``text`` signed with the
     collection's own parameters; most similar first."""
     if (key is None) == (text is None):
         raise InvalidArgument("give exactly one of key or text")
-    with translated(), connect(dsn) as conn:
+    with translated(), session(dsn) as s:
+        conn = s.conn
         coll = get(conn, name)
         if key is not None:
             return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
@@ -60,9 +62,10 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
                              limit)).fetchall()
 
 
-def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str, Any]]:
+def status(name: str | None = None, *, dsn: Db = None) -> list[dict[str, Any]]:
     """One dict per collection (or just ``name``): parameters, rows indexed, duplicates, last runs."""
-    with translated(), connect(dsn) as conn:
+    with translated(), session(dsn) as s:
+        conn = s.conn
         if name:
             get(conn, name)  # a clear error for a missing collection, or no schema at all
         elif schema.revision(conn) is None:
@@ -73,8 +76,9 @@ def status(name: str | None = None, *, dsn: str | None = None) -> list[dict[str,
             return [dict(zip(cols, row)) for row in cur]
 
 
-def candidate_similarities(name: str, *, dsn: str | None = None) -> list[float]:
+def candidate_similarities(name: str, *, dsn: Db = None) -> list[float]:
     """Estimated similarity of every candidate pair of collection ``name`` (for ``tune``'s histogram)."""
-    with translated(), connect(dsn) as conn:
+    with translated(), session(dsn) as s:
+        conn = s.conn
         coll = get(conn, name)
         return [r[0] for r in conn.execute("SELECT similarity FROM pgdedup.verified_pairs(%s, 0)", (coll.id,))]

@@ -15,11 +15,12 @@ import psycopg
 from psycopg import sql
 
 from .collections import get
-from .db import Source, connect
+from .connection import Db, session
+from .db import Source
 from .errors import translated
 
 
-def track(name: str, *, on: bool = True, dsn: str | None = None) -> bool:
+def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
     """Start (``on``) or stop tracking the source table of collection ``name``.
 
     Starting installs four statement-level triggers (insert, update, delete, truncate) that
@@ -34,14 +35,10 @@ def track(name: str, *, on: bool = True, dsn: str | None = None) -> bool:
         PermissionDenied: the role may not create triggers on the table (it needs to own it).
         CollectionBusy: another run holds the collection, or the table lock was not had in time.
     """
-    with translated(), connect(dsn, application_name=f"pgdedup track {name}") as conn:
-        get(conn, name, need_source=on)
-        try:
-            tracked = conn.execute("SELECT pgdedup.track(%s, %s)", (name, on)).fetchone()[0]
-        except psycopg.errors.LockNotAvailable as exc:
-            raise psycopg.errors.LockNotAvailable(
-                f"could not lock the source table of {name!r} to change its triggers: {exc}") from exc
-        conn.commit()
+    with translated(), session(dsn, f"pgdedup track {name}") as s:
+        get(s.conn, name, need_source=on)
+        tracked = s.conn.execute("SELECT pgdedup.track(%s, %s)", (name, on)).fetchone()[0]
+        s.commit()
     return tracked
 
 

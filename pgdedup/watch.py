@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 import psycopg
 
 from .collections import get
+from .connection import Db, own_dsn
 from .db import connect, resolve_dsn
 from .dedupe import dedupe
 from .errors import CollectionBusy, InvalidArgument, translated
@@ -52,7 +53,7 @@ class Batch:
 
 
 def watch(name: str, *, threshold: float | None = None, keep_order: str | None = None,
-          column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100, dsn: str | None = None,
+          column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100, dsn: Db = None,
           stop: threading.Event | None = None, log: Callable[[str], object] = print, poll: float = 1.0) -> int:
     """Keep collection ``name`` deduped until ``stop`` is set; returns the number of batches run.
 
@@ -67,7 +68,7 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
         CollectionBusy: another watcher watches it.
     """
     stop = stop or threading.Event()
-    dsn = resolve_dsn(dsn)
+    dsn = resolve_dsn(own_dsn(dsn, "watch"))
     batches, pause = 0, 1.0
     while not stop.is_set():
         try:

@@ -1,0 +1,104 @@
+"""The one place that turns what a caller has into the connection pgdedup works on.
+
+A caller may hand over a libpq DSN or URI, a SQLAlchemy URL string (any driver), a SQLAlchemy
+``Engine``, a psycopg ``Connection``, or a SQLAlchemy ``Connection`` (psycopg driver). For the
+first three pgdedup opens (and commits, and closes) a connection of its own. For a connection,
+it works **inside the caller's transaction and never commits it**: what it writes becomes
+visible, or vanishes, with the caller's own commit or rollback, and its locks last as long.
+Operations that must commit as they go (``index``, which commits every chunk, ``watch``) refuse
+a caller's connection with ``InvalidArgument``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Union
+
+import psycopg
+
+from .db import SAFE_SEARCH_PATH, connect
+from .errors import InvalidArgument
+
+#: What the API accepts wherever it says ``dsn``.
+Db = Union[str, None, psycopg.Connection, Any]  # Any: a SQLAlchemy Engine or Connection
+
+
+@dataclass
+class Session:
+    """A connection to work on, and whether pgdedup owns it (may commit it)."""
+
+    conn: psycopg.Connection
+    owned: bool
+
+    def commit(self) -> None:
+        """Commit pgdedup's own connection; on a caller's, leave the transaction to the caller."""
+        if self.owned:
+            self.conn.commit()
+
+
+def own_dsn(db: Db, operation: str) -> str | None:
+    """The DSN of a ``db`` pgdedup may open connections of its own on (a string or an Engine).
+
+    Raises:
+        InvalidArgument: ``db`` is a connection, which ``operation`` cannot work inside.
+    """
+    if db is None or isinstance(db, str):
+        return db
+    engine_url = _engine_url(db)
+    if engine_url is not None:
+        return engine_url
+    raise InvalidArgument(f"{operation} commits as it goes, so it cannot run inside your transaction: "
+                          "give it a DSN, URL or Engine instead of a connection")
+
+
+@contextmanager
+def session(db: Db, application_name: str | None = None, *, autocommit: bool = False) -> Iterator[Session]:
+    """A ``Session`` on ``db`` (see the module docstring), with pgdedup's pinned search_path.
+
+    On a caller's connection the search_path is pinned for the duration of the call and put
+    back afterwards; the caller's other settings are left alone.
+
+    Raises:
+        InvalidArgument: a SQLAlchemy connection that does not use the psycopg (3) driver, or
+            something that is not a connection at all.
+        PgdedupError: the server cannot be reached.
+    """
+    dsn = db if db is None or isinstance(db, str) else _engine_url(db)
+    if dsn is not None or db is None:
+        kwargs: dict[str, object] = {"autocommit": autocommit}
+        if application_name:
+            kwargs["application_name"] = application_name
+        with connect(dsn, **kwargs) as conn:
+            yield Session(conn, owned=True)
+        return
+    conn = _psycopg_connection(db)
+    old = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()[0]
+    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (SAFE_SEARCH_PATH,))
+    try:
+        yield Session(conn, owned=False)
+    finally:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
+            conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (old,))
+
+
+def _engine_url(db: Any) -> str | None:
+    """The URL of a SQLAlchemy Engine (password included), or None for anything else."""
+    url = getattr(db, "url", None)
+    if url is not None and hasattr(db, "raw_connection") and hasattr(url, "render_as_string"):
+        return url.render_as_string(hide_password=False)
+    return None
+
+
+def _psycopg_connection(db: Any) -> psycopg.Connection:
+    if isinstance(db, psycopg.Connection):
+        return db
+    fairy = getattr(db, "connection", None)  # a SQLAlchemy Connection's DBAPI connection
+    driver = getattr(fairy, "driver_connection", None)
+    if isinstance(driver, psycopg.Connection):
+        return driver
+    if fairy is not None:
+        raise InvalidArgument("pgdedup works inside a SQLAlchemy transaction only with the psycopg (3) driver "
+                              "(postgresql+psycopg://); give it the Engine instead to let it connect itself")
+    raise InvalidArgument(f"not a DSN, URL, Engine or connection: {type(db).__name__}")
