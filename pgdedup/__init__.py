@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
                      RowNotFound, SourceMissing, StaleResults, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
+from .handle import CollectionHandle, collection
 from .lifecycle import drop, unmark
 from .loader import IndexResult, index
 from .params import Params
@@ -17,9 +18,9 @@ from .signer import SignedChunk, sign_texts
 from .tracking import track
 from .watch import watch
 
-__all__ = ["CollectionBusy", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
+__all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
            "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation",
-           "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark", "watch"]
+           "collection", "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark", "watch"]
 
 
 

@@ -125,7 +125,7 @@ def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
                  (collection_id,))
 
 
-def _write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
+def write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
                  band_table: str, lock_holder: int) -> None:
     """Sign one chunk and store it in one transaction (old versions of changed rows replaced).
 
@@ -182,7 +182,7 @@ def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int
             if not signed:
                 _results_now_stale(writer, job.collection_id)
             try:
-                _write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder)
+                write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder)
             except psycopg.errors.UniqueViolation as exc:
                 what = ("two keys hash to the same row id (xxh3 collision); please report it"
                         if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
@@ -393,7 +393,7 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
               file=sys.stderr) as bar:
         signed, added, removed = tracking.sign_queued(
             writer, coll.id, source, chunk_size,
-            lambda rows: _write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
+            lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
             bar.update)
     seconds = time.perf_counter() - t0
     rows = coll.rows_indexed + added - removed  # no count over the whole collection

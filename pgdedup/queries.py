@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import schema
-from .collections import get
+import psycopg
+
+from .collections import Collection, get
 from .connection import Db, session
 from .errors import InvalidArgument, translated
 from .exact import verify_exact
@@ -54,12 +56,19 @@ def similar(name: str, *, key: str | None = None, text: str | None = None, thres
         if key is not None:
             return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
                                 (name, str(key), threshold, limit)).fetchall()
-        signed = sign_texts([text], coll.params)
-        if signed.feature_counts[0] == 0:
-            return []
-        return conn.execute("SELECT * FROM pgdedup.similar_to(%s, %s, %s, %s, %s)",
-                            (name, signed.signature(0).tolist(), signed.buckets[0].tolist(), threshold,
-                             limit)).fetchall()
+        return similar_to_text(conn, coll, text, threshold, limit)
+
+
+def similar_to_text(conn: psycopg.Connection, coll: Collection, text: str, threshold: float | None,
+                    limit: int) -> list[tuple[str, float]]:
+    """Rows of ``coll`` similar to ``text`` signed with the collection's own parameters, most
+    similar first (an empty text matches nothing). One round trip: the hot path of ``check``."""
+    signed = sign_texts([text], coll.params)
+    if signed.feature_counts[0] == 0:
+        return []
+    return conn.execute("SELECT * FROM pgdedup.similar_to(%s, %s, %s, %s, %s)",
+                        (coll.name, signed.signature(0).tolist(), signed.buckets[0].tolist(), threshold,
+                         limit)).fetchall()
 
 
 def status(name: str | None = None, *, dsn: Db = None) -> list[dict[str, Any]]:

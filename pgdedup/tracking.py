@@ -67,38 +67,45 @@ def _keyed_query(source: Source, collection_id: int) -> sql.Composed:
              cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
 
 
-def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, chunk_size: int,
-                write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int, int]:
-    """Work through the collection's queue in chunks of ``chunk_size`` entries; returns (rows
+def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys: list[str],
+              write_rows: Callable[[list[tuple]], None]) -> tuple[int, int, int]:
+    """Bring the rows with these keys up to date, in the caller's transaction; returns (rows
     signed, of which new, rows forgotten).
 
-    Per chunk, in one transaction: read the entries, read their rows by key (the source's own
-    key index), sign the new and changed ones with ``write_rows`` (``(key, row id, md5, text
-    columns...)`` tuples), forget the keys the table no longer has, log the rows that changed
-    only in other columns (their keep-order rank may have moved), and delete the entries.
+    Reads the rows by key (the source's own key index), signs the new and changed ones with
+    ``write_rows`` (``(key, row id, md5, text columns...)`` tuples), forgets the keys the table
+    no longer has, and logs the rows that changed only in other columns (their keep-order rank
+    may have moved) for the incremental dedupe.
     """
-    signed = added = forgotten = 0
+    rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
+    changed = [r[1:] for r in rows if not r[0]]
+    present = {r[1] for r in rows}
+    gone = [k for k in keys if k not in present]
+    conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, [r[1] for r in rows if r[0]] + gone))
+    forgotten = 0
+    if gone:
+        forgotten = conn.execute(
+            "SELECT pgdedup.forget_rows(%s, ARRAY(SELECT row_id FROM pgdedup.signatures "
+            "WHERE collection_id = %s AND row_key = ANY(%s)))", (collection_id, collection_id, gone)).fetchone()[0]
+    if changed:
+        write_rows(changed)
+    return len(changed), sum(1 for r in changed if r[1] is None), forgotten
+
+
+def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, chunk_size: int,
+                write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int, int]:
+    """Work through the collection's queue in chunks of ``chunk_size`` entries (``sign_keys``
+    each, and its entries deleted, in one transaction); returns (rows signed, of which new, rows
+    forgotten)."""
+    totals = [0, 0, 0]
     while True:
         with conn.transaction():
             entries = conn.execute(
                 "SELECT seq, row_key FROM pgdedup.queue WHERE collection_id = %s AND row_key IS NOT NULL "
                 "ORDER BY seq LIMIT %s", (collection_id, chunk_size)).fetchall()
             if not entries:
-                return signed, added, forgotten
-            keys = sorted({k for _, k in entries})
-            rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
-            changed = [r[1:] for r in rows if not r[0]]
-            touched = [r[1] for r in rows if r[0]]
-            present = {r[1] for r in rows}
-            gone = [k for k in keys if k not in present]
-            conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, touched + gone))
-            if gone:
-                forgotten += conn.execute(
-                    "SELECT pgdedup.forget_rows(%s, ARRAY(SELECT row_id FROM pgdedup.signatures "
-                    "WHERE collection_id = %s AND row_key = ANY(%s)))", (collection_id, collection_id, gone)).fetchone()[0]
-            if changed:
-                write_rows(changed)
-                signed += len(changed)
-                added += sum(1 for r in changed if r[1] is None)
+                return totals[0], totals[1], totals[2]
+            done = sign_keys(conn, collection_id, source, sorted({k for _, k in entries}), write_rows)
+            totals = [t + d for t, d in zip(totals, done)]
             consume(conn, [seq for seq, _ in entries])
         report(len(entries))

@@ -80,8 +80,12 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
                 pause = 1.0
                 while not stop.is_set():
                     if _waiting(listener, coll.id):
-                        batch = _run_batch(listener, coll.id, name, threshold, keep_order, column, alter,
-                                           max_bucket, dsn)
+                        try:
+                            batch = _run_batch(listener, coll.id, name, threshold, keep_order, column, alter,
+                                               max_bucket, dsn)
+                        except CollectionBusy:  # an app's add (or a run by hand) holds it: next round
+                            stop.wait(poll)
+                            continue
                         batches += 1
                         log(batch.line())
                         continue

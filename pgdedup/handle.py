@@ -1,0 +1,118 @@
+"""``pgdedup.collection(name, db)``: a handle on one collection for an application's hot path.
+
+It loads the collection's settings once and keeps one connection (the caller's, or its own), so
+checking a new item costs one round trip and no reconnect:
+
+    coll = pgdedup.collection("feed_items", session_connection)
+    if not coll.check(item.title + "\\n" + item.content):   # near-duplicates, most similar first
+        session.add(item); session.flush()
+        coll.add(item.feed_item_id)                          # signed in the same transaction
+
+``add`` signs rows inside the caller's transaction: committed with the item, rolled back with
+it, and visible to a second ``check`` in the same transaction. It takes the collection's lock in
+shared mode, so any number of application transactions add at once while index and dedupe
+runs (which take it exclusively) wait for none of them to finish: if one runs, ``add`` leaves
+the rows to the tracking queue (tracked collection) or raises ``CollectionBusy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import ExitStack
+from types import TracebackType
+
+from . import tracking
+from .collections import Collection, get
+from .connection import Db, session
+from .errors import translated
+from .loader import write_chunk
+from .queries import similar_to_text
+
+#: The collection lock's advisory class (as in sql/0003 lock_collection).
+COLLECTION_LOCK = 1885824100
+
+
+class CollectionHandle:
+    """One collection, its settings loaded once, on one connection. Use ``pgdedup.collection``."""
+
+    def __init__(self, name: str, db: Db = None) -> None:
+        self._stack = ExitStack()
+        with translated():
+            opened = self._stack.enter_context(session(db, f"pgdedup app {name}"))
+            #: the connection every call works on: the caller's (never committed here), or our own
+            self._conn, self._owned = opened.conn, opened.owned
+            self.settings: Collection = get(self._conn, name)
+            self._done()
+        if not self._owned:
+            self._stack.close()  # the caller's search_path back now; each call pins it again
+        self.name = name
+
+    def _done(self) -> None:
+        """End the call's work: commit pgdedup's own connection; a caller's is the caller's."""
+        if self._owned:
+            self._conn.commit()
+
+    def check(self, text: str, *, threshold: float | None = None, limit: int = 10) -> list[tuple[str, float]]:
+        """Keys of stored rows similar to ``text`` (by estimate, at the collection's threshold
+        unless given), most similar first, as (key, similarity).
+
+        Raises:
+            InvalidArgument: a threshold outside (0, 1] or a limit below 1.
+        """
+        with translated(), session(self._conn) as s:  # the caller's search_path is pinned for the call only
+            found = similar_to_text(s.conn, self.settings, text, threshold, limit)
+        self._done()
+        return found
+
+    def add(self, key: object) -> int:
+        """``add_rows([key])``."""
+        return self.add_rows([key])
+
+    def add_rows(self, keys: Iterable[object]) -> int:
+        """Sign the rows with these keys (as the source table has them now, in this transaction)
+        and store them; a key the table does not have is forgotten. Returns the rows signed: 0
+        when an index or dedupe run holds the collection and the tracking queue has the rows.
+
+        Raises:
+            CollectionBusy: an index or dedupe run holds an untracked collection.
+        """
+        wanted = sorted({str(k) for k in keys})
+        coll = self.settings
+        with translated(), session(self._conn) as s, s.conn.transaction():
+            conn = s.conn
+            if not conn.execute("SELECT pg_try_advisory_xact_lock_shared(%s, %s)",
+                                (COLLECTION_LOCK, coll.id)).fetchone()[0]:
+                if coll.tracked:
+                    return 0
+                conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))  # raises, naming the holder
+            seqs = [r[0] for r in conn.execute(
+                "SELECT seq FROM pgdedup.queue WHERE collection_id = %s AND row_key = ANY(%s)", (coll.id, wanted))]
+            signed, _, _ = tracking.sign_keys(
+                conn, coll.id, coll.source, wanted,
+                lambda rows: write_chunk(conn, coll.id, rows, coll.params, "band_keys", conn.info.backend_pid))
+            tracking.consume(conn, seqs)
+            # exact pairs describe the rows as they were: drop them rather than serve them stale
+            conn.execute("DELETE FROM pgdedup.results WHERE collection_id = %s AND target = 'exact'", (coll.id,))
+        self._done()
+        return signed
+
+    def close(self) -> None:
+        """Close pgdedup's own connection (a caller's connection is left as it is: the session
+        around it only restored its search_path)."""
+        self._stack.close()
+
+    def __enter__(self) -> "CollectionHandle":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def collection(name: str, db: Db = None) -> CollectionHandle:
+    """A ``CollectionHandle`` on collection ``name`` over ``db`` (anything ``dsn`` takes elsewhere).
+
+    Raises:
+        CollectionNotFound: no such collection.
+    """
+    return CollectionHandle(name, db)
