@@ -4,6 +4,8 @@ open connection, inside the application's own transactions."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -81,26 +83,26 @@ def test_concurrent_adds_do_not_wait_for_each_other(conn, dsn, feed):
         two.commit()
 
 
-def test_add_while_a_run_holds_the_collection(conn, dsn, feed):
+@contextmanager
+def _adding_while_held(dsn: str) -> Iterator[tuple[psycopg.Connection, uuid.UUID]]:
+    """An app transaction that has inserted a new row, while an index run holds the collection."""
     holder = psycopg.connect(dsn, application_name="pgdedup index feed")
     holder.execute("SELECT pgdedup.lock_collection(pgdedup.collection_id('feed'), true)")
     key = uuid.uuid4()
     try:
         with psycopg.connect(dsn) as app:
             app.execute("INSERT INTO feed VALUES (%s, 'title', 'a body', now())", (key,))
-            with pytest.raises(pgdedup.CollectionBusy, match="pgdedup index feed"):
-                pgdedup.collection("feed", app).add(key)
+            yield app, key
     finally:
         holder.close()
+
+
+def test_add_while_a_run_holds_the_collection(conn, dsn, feed):
+    with _adding_while_held(dsn) as (app, key):
+        with pytest.raises(pgdedup.CollectionBusy, match="pgdedup index feed"):
+            pgdedup.collection("feed", app).add(key)
     pgdedup.track("feed", dsn=dsn)
     pgdedup.index("feed", dsn=dsn, progress=False)
-    holder = psycopg.connect(dsn, application_name="pgdedup index feed")
-    holder.execute("SELECT pgdedup.lock_collection(pgdedup.collection_id('feed'), true)")
-    key = uuid.uuid4()
-    try:
-        with psycopg.connect(dsn) as app:
-            app.execute("INSERT INTO feed VALUES (%s, 'title', 'a body', now())", (key,))
-            assert pgdedup.collection("feed", app).add(key) == 0  # left to the queue
-    finally:
-        holder.close()
+    with _adding_while_held(dsn) as (app, key):
+        assert pgdedup.collection("feed", app).add(key) == 0  # left to the queue
     assert conn.execute("SELECT count(*) FROM pgdedup.queue WHERE row_key = %s", (str(key),)).fetchone()[0] == 1
