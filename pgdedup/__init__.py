@@ -7,7 +7,7 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
-                     RowNotFound, SourceMissing, StaleResults, UnsafeOperation)
+                     RowNotFound, SchemaMismatch, SourceMissing, StaleResults, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
 from .handle import CollectionHandle, collection
 from .lifecycle import drop, unmark
@@ -18,9 +18,11 @@ from .signer import SignedChunk, sign_texts
 from .tracking import track
 from .watch import watch
 
-__all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult", "InvalidArgument", "Params",
-           "PermissionDenied", "PgdedupError", "RowNotFound", "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation",
-           "collection", "dedupe", "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track", "unmark", "watch"]
+__all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult",
+           "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "RowNotFound", "SchemaMismatch",
+           "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation", "collection", "dedupe",
+           "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track",
+           "unmark", "watch"]
 
 
 

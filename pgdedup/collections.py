@@ -50,9 +50,10 @@ def get(conn: psycopg.Connection, name: str, *, need_source: bool = False) -> Co
     Raises:
         CollectionNotFound: no such collection (the message names those that exist), or no
             pgdedup schema in the database at all.
+        SchemaMismatch: the schema is at another revision than this pgdedup's.
         SourceMissing: ``need_source`` and the source table was renamed or dropped.
     """
-    if schema.revision(conn) is None:
+    if schema.check_revision(conn) is None:
         raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema in this database yet; "
                                  "run `pgdedup index` first)")
     found = find(conn, name)

@@ -26,6 +26,11 @@ class SourceMissing(PgdedupError, LookupError):
     """The collection's source table was renamed or dropped; the message says how to go on."""
 
 
+class SchemaMismatch(PgdedupError):
+    """The pgdedup schema in the database is at another revision than this pgdedup works with;
+    runtime commands never migrate an existing schema (``pgdedup migrate`` does)."""
+
+
 class RowNotFound(PgdedupError, LookupError):
     """The collection has no row with that key. SQLSTATE PD002."""
 

@@ -77,7 +77,7 @@ def status(name: str | None = None, *, dsn: Db = None) -> list[dict[str, Any]]:
         conn = s.conn
         if name:
             get(conn, name)  # a clear error for a missing collection, or no schema at all
-        elif schema.revision(conn) is None:
+        elif schema.check_revision(conn) is None:
             return []
         with conn.cursor() as cur:
             cur.execute("SELECT * FROM pgdedup.status WHERE %s::text IS NULL OR name = %s ORDER BY name", (name, name))

@@ -1,13 +1,16 @@
 """Where pgdedup's schema stands, without importing alembic (which ``migrate`` needs).
 
-``require_head`` is what runtime commands call: they upgrade the schema only when it is behind
-(which needs CREATE on the database, or on the ``pgdedup`` schema), so a role that cannot create
-anything can still index and dedupe once the schema is at head.
+``require_head`` is what runtime commands call: they create the schema when there is none (which
+needs CREATE on the database), and otherwise only check that it is at this pgdedup's revision;
+they never move it, so an application's pinned history stays what it says, and a role with just
+USAGE and table privileges can index and dedupe.
 """
 
 from __future__ import annotations
 
 import psycopg
+
+from .errors import SchemaMismatch
 
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
@@ -24,11 +27,35 @@ def revision(conn: psycopg.Connection) -> str | None:
 
 
 def require_head(conn: psycopg.Connection, dsn: str) -> None:
-    """Upgrade the schema on ``dsn`` to head when ``conn`` sees it behind; otherwise do nothing.
+    """Create the schema on ``dsn`` when there is none; refuse to work on one at another revision.
+
+    Runtime commands never move an existing schema: an application that carries pgdedup's
+    revisions in its own migration history decides when it upgrades (``pgdedup migrate``, or
+    ``pgdedup.migrate(bind, revision)`` from one of its migrations).
 
     Raises:
-        PermissionDenied: the schema is behind and the role may not create it.
+        SchemaMismatch: the schema is at another revision than this pgdedup's.
+        PermissionDenied: there is no schema and the role may not create it.
     """
-    if revision(conn) != HEAD:
+    if check_revision(conn) is None:
         from .alembic_ops import migrate  # alembic is imported only when a migration runs
         migrate(dsn)
+
+
+def check_revision(conn: psycopg.Connection) -> str | None:
+    """The schema's revision (None: no schema yet), if it is this pgdedup's own.
+
+    Raises:
+        SchemaMismatch: the schema exists at another revision.
+    """
+    found = revision(conn)
+    if found is not None and found != HEAD:
+        raise SchemaMismatch(f"the pgdedup schema in this database is at revision {found}, and this pgdedup "
+                             f"(version {_version()}) works with revision {HEAD}: run `pgdedup migrate` "
+                             "(or upgrade it in your application's migrations) first")
+    return found
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__

@@ -12,6 +12,8 @@ from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
 import pgdedup
+
+from clirun import cli, one_line_error
 from pgdedup.alembic_ops import current_revision, engine_for
 from pgdedup.schema import HEAD
 
@@ -48,10 +50,15 @@ def test_data_survives_upgrade_from_first_revision(conn, dsn):
     pgdedup.migrate(dsn, "0001_schema")
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO t VALUES (1, 'one two three four five six'), (2, 'one two three four five six')")
-    # revision 1 has no SQL functions yet; the loader needs head, and index() upgrades to it
+    # revision 1 has no SQL functions yet; runtime commands never move an existing schema
     with pytest.raises(psycopg.errors.UndefinedFunction,
                        match=r"function pgdedup\.similarity\(integer\[\], integer\[\]\) does not exist"):
         conn.execute("SELECT pgdedup.similarity('{1}'::int[], '{1}'::int[])")
+    with pytest.raises(pgdedup.SchemaMismatch, match=r"at revision 0001_schema.*run `pgdedup migrate`"):
+        pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
+    one_line_error(cli("status", "--dsn", dsn), "at revision 0001_schema", "pgdedup migrate")
+    assert current_revision(dsn) == "0001_schema"
+    pgdedup.migrate(dsn)
     pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
     assert current_revision(dsn) == HEAD
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 1.0
