@@ -100,3 +100,33 @@ def test_app_brings_pgdedup_up_from_its_own_migration(conn, dsn):
 def test_engine_for_accepts_libpq_dsn(dsn):
     with engine_for(dsn).connect() as c:
         assert c.exec_driver_sql("SELECT 1").scalar() == 1
+
+
+def test_autogenerate_filters_leave_pgdedup_alone(conn, dsn):
+    """A real autogenerate compare of an app's models with a database where pgdedup created its
+    schema and added its marking column: nothing to do with the filters, drops without them."""
+    import sqlalchemy as sa
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from pgdedup.autogenerate import include_name, include_object
+
+    models = sa.MetaData()
+    sa.Table("feed_items", models, sa.Column("id", sa.BigInteger, primary_key=True), sa.Column("body", sa.Text))
+    conn.execute("CREATE TABLE feed_items (id bigint PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO feed_items VALUES (1, 'one two three four five six'), (2, 'one two three four five six')")
+    pgdedup.index("feed_items", "id", ["body"], dsn=dsn, progress=False)
+    pgdedup.dedupe("feed_items", dsn=dsn)  # adds feed_items.duplicate_of
+    params = conninfo_to_dict(dsn)  # the app's own engine: its search_path, not pgdedup's pinned one
+    engine = sa.create_engine(URL.create("postgresql+psycopg", username=params["user"], database=params["dbname"],
+                                         query={"host": params["host"], "port": params["port"]}))
+    try:
+        with engine.connect() as app:
+            unfiltered = compare_metadata(MigrationContext.configure(app, opts={"include_schemas": True}), models)
+            filtered = compare_metadata(MigrationContext.configure(app, opts={
+                "include_schemas": True, "include_name": include_name, "include_object": include_object}), models)
+    finally:
+        engine.dispose()
+    assert any(d[0] == "remove_table" and d[1].schema == "pgdedup" for d in unfiltered if isinstance(d, tuple))
+    assert any(d[0] == "remove_column" and d[3].name == "duplicate_of" for d in unfiltered if isinstance(d, tuple))
+    assert filtered == []
