@@ -115,3 +115,25 @@ def test_dedupe_functions_send_no_notices(conn, indexed):
     conn.execute("SELECT * FROM pgdedup.mark_duplicates('docs')")
     conn.execute("SELECT * FROM pgdedup.find_duplicates('docs', p_keep_order => 'body desc')")
     assert notices == []
+
+
+def test_keys_in_their_own_type(conn, dsn):
+    import uuid
+    keys = [uuid.UUID(int=i * 7919) for i in range(1, 5)]
+    conn.execute("CREATE TABLE u (id uuid PRIMARY KEY, body text)")
+    for i, k in enumerate(keys):
+        conn.execute("INSERT INTO u VALUES (%s, %s)", (k, "alpha beta gamma delta epsilon zeta eta theta" if i < 3
+                                                      else "something entirely different from the others here"))
+    pgdedup.index("u", "id", ["body"], dsn=dsn, progress=False)
+    rows = conn.execute("SELECT s.row_key, pg_typeof(s.row_key)::text, u.body FROM pgdedup.similar('u', %s::uuid) s "
+                        "JOIN u ON u.id = s.row_key ORDER BY 1", (keys[0],)).fetchall()
+    assert [r[0] for r in rows] == sorted(keys[1:3]) and {r[1] for r in rows} == {"uuid"}
+    upper = str(keys[0]).upper()  # a text key is read as the key type
+    assert [r[0] for r in conn.execute("SELECT row_key FROM pgdedup.similar('u', %s) ORDER BY 1", (upper,))] == \
+        sorted(str(k) for k in keys[1:3])
+    assert conn.execute("SELECT pgdedup.similarity('u', %s::uuid, %s::uuid)", (keys[0], keys[1])).fetchone()[0] == 1.0
+    for bad, state in ((("SELECT * FROM pgdedup.similar('u', 5::bigint)"), "PD003"),
+                       (("SELECT * FROM pgdedup.similar('u', 'not-a-uuid')"), "PD002")):
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute(bad)
+        assert info.value.sqlstate == state
