@@ -15,7 +15,7 @@ from .errors import SchemaMismatch
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0007_typed"
+HEAD = "0008_view"
 
 
 def revision(conn: psycopg.Connection) -> str | None:

@@ -86,8 +86,11 @@ def test_no_alter_leaves_source_definition(conn, dsn, planted):
     assert conn.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = 'items'::regclass "
                         "ORDER BY attnum").fetchall() == definition
     view = {str(k): (str(v) if v else None) for k, v in
-            conn.execute("SELECT id, duplicate_of FROM pgdedup.items_duplicates")}
+            conn.execute("SELECT i.id, v.duplicate_of FROM items i LEFT JOIN pgdedup.items_duplicates v USING (id)")}
     assert view == _marks_after_in_place(conn, dsn)
+    conn.execute("DROP TABLE items")  # the view does not hold the app's table (metadata.drop_all works)
+    assert conn.execute("SELECT count(*) FROM pgdedup.items_duplicates").fetchone()[0] == len(
+        [v for v in view.values() if v])
 
 
 def _marks_after_in_place(conn, dsn) -> dict[str, str | None]:

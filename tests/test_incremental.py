@@ -47,7 +47,8 @@ def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int) -> dict[int, 
     pgdedup.index("docs", "id", ["body"], name="fresh", params=PARAMS, dsn=dsn, progress=False)
     result = pgdedup.dedupe("fresh", alter=False, keep_order=keep_order, max_bucket=max_bucket, dsn=dsn)
     assert result.kind == "full"
-    rows = conn.execute("SELECT id, duplicate_of FROM pgdedup.fresh_duplicates ORDER BY id").fetchall()
+    rows = conn.execute("SELECT d.id, v.duplicate_of FROM docs d LEFT JOIN pgdedup.fresh_duplicates v USING (id) "
+                        "ORDER BY d.id").fetchall()
     conn.commit()
     return dict(rows)
 

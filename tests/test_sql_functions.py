@@ -96,8 +96,9 @@ def test_find_mark_view_and_status(conn, indexed):
     assert conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attname = "
                         "'duplicate_of'").fetchall() == []
     assert one(conn, "SELECT pgdedup.create_duplicates_view('docs')") == "pgdedup.docs_duplicates"
-    assert conn.execute("SELECT id, duplicate_of FROM pgdedup.docs_duplicates ORDER BY id").fetchall() == [
-        (1, None), (2, 1), (3, None), (4, 1), (5, None), (6, None)]
+    assert conn.execute("SELECT id, duplicate_of FROM pgdedup.docs_duplicates ORDER BY id").fetchall() == [(2, 1), (4, 1)]
+    # the view depends on pgdedup's tables only: the app may change or drop its table
+    conn.execute("ALTER TABLE docs ALTER COLUMN body TYPE varchar")
     assert conn.execute("SELECT * FROM pgdedup.mark_duplicates('docs', p_keep_order => 'id desc')").fetchone() == (
         6, 2, 1)
     assert conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall() == [

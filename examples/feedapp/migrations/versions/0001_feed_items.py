@@ -24,7 +24,7 @@ def upgrade() -> None:
         sa.Column("published_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("duplicate_of", sa.Uuid, nullable=True),  # pgdedup's marking column, declared
     )
-    pgdedup.migrate(op.get_bind(), "0007_typed")
+    pgdedup.migrate(op.get_bind(), "0008_view")
 
 
 def downgrade() -> None:
