@@ -630,3 +630,7 @@ ALTER FUNCTION pgdedup.decide(integer, double precision, text, integer, text) SE
 ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean)
     SET client_min_messages = warning;
 ALTER FUNCTION pgdedup.mark_duplicates(text, double precision, text, text, integer, text) SET client_min_messages = warning;
+-- The incremental path runs many small statements over temp tables without statistics; their
+-- cost estimates are large enough to trigger JIT compilation, which then takes most of the time.
+ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean) SET jit = off;
+ALTER FUNCTION pgdedup.decide_changes(integer, double precision, text, integer, bigint) SET jit = off;
