@@ -353,3 +353,24 @@ def test_a_role_without_create_verifies_exactly(conn, dsn, app):
     proc = cli("pairs", "docs", "--verify", "exact", "--dsn", app_dsn)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[1:] and proc.stdout.splitlines()[1].startswith("1,2,")
+
+
+def test_the_runtime_role_works_the_living_path(conn, dsn, app):
+    """The owner tracks; the runtime role (USAGE + table privileges, no CREATE, not the table's
+    owner) indexes from the queue, dedupes incrementally, checks and adds; its writes to the
+    table are tracked without any grant on pgdedup's queue beyond the documented ones."""
+    name, app_dsn, texts = app
+    conn.execute(sql.SQL("GRANT INSERT, UPDATE ON public.docs TO {}").format(sql.Identifier(name)))
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    one_line_error(cli("track", "docs", "--dsn", app_dsn), "needs its owner")
+    pgdedup.track("docs", dsn=dsn)  # the owner
+    pgdedup.index("docs", dsn=app_dsn, progress=False)
+    assert pgdedup.dedupe("docs", alter=False, dsn=dsn).kind == "full"  # the owner makes the view once
+    with psycopg.connect(app_dsn) as runtime:
+        runtime.execute("INSERT INTO public.docs VALUES (9001, %s)", (texts[1],))
+        coll = pgdedup.collection("docs", runtime)
+        assert coll.check(texts[1])[0][1] == 1.0
+        assert coll.add(9001) == 1
+    runtime_dedupe = pgdedup.dedupe("docs", alter=False, dsn=app_dsn)
+    assert runtime_dedupe.kind == "incremental"
+    assert conn.execute("SELECT count(*) FROM pgdedup.pending").fetchone()[0] == 0
