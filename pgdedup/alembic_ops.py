@@ -39,6 +39,9 @@ def run_sql_file(name: str) -> None:
     It goes straight to the psycopg connection without parameters, so ``%`` and ``:name`` in
     the SQL are never taken for placeholders.
     """
+    if alembic.context.is_offline_mode():  # `alembic upgrade --sql`: the file goes into the script as it is
+        alembic.op.get_context().impl.static_output(read_sql(name))
+        return
     alembic.op.get_bind().connection.driver_connection.execute(read_sql(name))
 
 
@@ -99,12 +102,37 @@ def _user_errors() -> Iterator[None]:
 def migrate(target: Target = "", revision: str = "head") -> None:
     """Upgrade the pgdedup schema to ``revision`` (default: the newest).
 
+    Called from an application's migration while alembic runs offline (``alembic upgrade
+    --sql``), it writes pgdedup's SQL into the application's script instead (every revision up
+    to ``revision``: an offline run cannot know the database's current one).
+
     Raises:
         PermissionDenied: the role may not create the schema or its objects.
         InvalidArgument: no such revision.
     """
+    if _offline_app():
+        _offline_upgrade(revision)
+        return
     with translated(), _connection(target) as conn, _keep_outer_alembic(), _user_errors():
         command.upgrade(_config(conn), revision)
+
+
+def _offline_app() -> bool:
+    """Whether we are called from an application's migration that runs offline (``--sql``)."""
+    try:
+        return alembic.context.is_offline_mode()
+    except (NameError, AttributeError):  # no alembic run in progress
+        return False
+
+
+def _offline_upgrade(revision: str) -> None:
+    """Write pgdedup's revisions up to ``revision`` (from none: an offline run cannot ask the
+    database where it stands) into the application's offline script, after its own SQL."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("pgdedup.migrations")))
+    cfg.attributes["output_buffer"] = alembic.op.get_context().impl.output_buffer
+    with _keep_outer_alembic(), _user_errors():
+        command.upgrade(cfg, revision, sql=True)
 
 
 def downgrade(target: Target, revision: str = "base") -> None:

@@ -130,3 +130,26 @@ def test_autogenerate_filters_leave_pgdedup_alone(conn, dsn):
     assert any(d[0] == "remove_table" and d[1].schema == "pgdedup" for d in unfiltered if isinstance(d, tuple))
     assert any(d[0] == "remove_column" and d[3].name == "duplicate_of" for d in unfiltered if isinstance(d, tuple))
     assert filtered == []
+
+
+def test_offline_sql_of_an_app_includes_pgdedups_ddl_and_runs(conn, dsn):
+    """`alembic upgrade --sql` of an app whose history calls pgdedup.migrate: the script holds
+    pgdedup's DDL, and running it on an empty database gives a working schema at head."""
+    import io
+
+    cfg = _app_config(dsn)
+    out = io.StringIO()
+    cfg.output_buffer = out
+    command.upgrade(cfg, "head", sql=True)
+    script = out.getvalue()
+    assert "CREATE TABLE app_items" in script and "CREATE TABLE pgdedup.signatures" in script
+    assert "CREATE FUNCTION pgdedup.update_duplicates" in script
+    assert script.index("CREATE TABLE app_items") < script.index("CREATE TABLE pgdedup.signatures") \
+        < script.index("CREATE INDEX app_items_body"), "in the order the app's migration asks for"
+    assert conn.execute("SELECT to_regnamespace('pgdedup')").fetchone()[0] is None  # nothing ran
+    conn.execute(script)
+    assert current_revision(dsn) == HEAD
+    assert conn.execute("SELECT version_num FROM public.alembic_version").fetchall() == [("a1_app_tables",)]
+    conn.execute("INSERT INTO app_items VALUES (1, 'a b c d e f'), (2, 'a b c d e f')")
+    pgdedup.index("app_items", "id", ["body"], dsn=dsn, progress=False)
+    assert pgdedup.dedupe("app_items", alter=False, dsn=dsn).duplicates == 1

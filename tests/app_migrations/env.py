@@ -3,8 +3,14 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
-with engine.connect() as connection:
-    context.configure(connection=connection)  # the app's own alembic_version, in public
+url = context.config.get_main_option("sqlalchemy.url")
+if context.is_offline_mode():  # alembic upgrade --sql: the script, to run later
+    context.configure(url=url, literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
+else:
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        context.configure(connection=connection)  # the app's own alembic_version, in public
+        with context.begin_transaction():
+            context.run_migrations()
