@@ -280,6 +280,7 @@ BEGIN
         SELECT DISTINCT ch.row_key FROM pgdedup.changes ch WHERE ch.collection_id = cid AND ch.seq > p_since;
     -- the buckets the changed rows were in, and are in now
     CREATE TEMP TABLE pgdedup_members (band smallint, bucket bigint, text_hash bigint, row_id bigint) ON COMMIT DROP;
+    CREATE INDEX ON pg_temp.pgdedup_members (band, bucket, text_hash);
     INSERT INTO pg_temp.pgdedup_members (band, bucket)
         SELECT DISTINCT (u.band - 1)::smallint, u.bucket
         FROM pgdedup.changes ch, unnest(ch.old_buckets) WITH ORDINALITY AS u(bucket, band)
@@ -292,7 +293,8 @@ BEGIN
     -- seeds: their texts, and the texts of changed rows
     CREATE TEMP TABLE pgdedup_region (text_hash bigint PRIMARY KEY, row_id bigint NOT NULL) ON COMMIT DROP;
     CREATE TEMP TABLE pgdedup_frontier (text_hash bigint, row_id bigint) ON COMMIT DROP;
-    CREATE TEMP TABLE pgdedup_leaders (band smallint, bucket bigint, text_hash bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE pgdedup_leaders (band smallint, bucket bigint, text_hash bigint,
+                                       PRIMARY KEY (band, bucket, text_hash)) ON COMMIT DROP;
     CREATE TEMP TABLE pgdedup_edges (h1 bigint, h2 bigint, similarity double precision) ON COMMIT DROP;
     PERFORM pgdedup.fill_buckets(cid, ord, key_type, p_max_bucket);
     INSERT INTO pg_temp.pgdedup_region
@@ -319,17 +321,32 @@ BEGIN
             WHERE NOT EXISTS (SELECT 1 FROM pg_temp.pgdedup_members m
                               WHERE m.band = u.band - 1 AND m.bucket = u.bucket);
         PERFORM pgdedup.fill_buckets(cid, ord, key_type, p_max_bucket);
+        ANALYZE pg_temp.pgdedup_members;
+        ANALYZE pg_temp.pgdedup_leaders;
+        -- candidate pairs of the frontier's texts, each once: in a bucket of at most p_max_bucket
+        -- texts every member; in a larger one every member for a leader, else only the leaders
         INSERT INTO pg_temp.pgdedup_edges
-            SELECT DISTINCT ON (f.text_hash, m.text_hash) f.text_hash, m.text_hash,
-                   pgdedup.similarity(gf.signature, gm.signature)
-            FROM pg_temp.pgdedup_frontier f
-            JOIN pgdedup.signatures gf ON gf.collection_id = cid AND gf.row_id = f.row_id
-            CROSS JOIN LATERAL unnest(gf.buckets) WITH ORDINALITY AS u(bucket, band)
-            JOIN pg_temp.pgdedup_members m ON m.band = u.band - 1 AND m.bucket = u.bucket AND m.text_hash <> f.text_hash
-            JOIN pgdedup.signatures gm ON gm.collection_id = cid AND gm.row_id = m.row_id
-            WHERE NOT EXISTS (SELECT 1 FROM pg_temp.pgdedup_leaders l WHERE l.band = m.band AND l.bucket = m.bucket)
-               OR EXISTS (SELECT 1 FROM pg_temp.pgdedup_leaders l
-                          WHERE l.band = m.band AND l.bucket = m.bucket AND l.text_hash IN (f.text_hash, m.text_hash));
+            SELECT p.fh, p.mh, pgdedup.similarity(gf.signature, gm.signature)
+            FROM (
+                SELECT f.text_hash AS fh, f.row_id AS frow, m.text_hash AS mh, m.row_id AS mrow
+                FROM pg_temp.pgdedup_frontier f
+                JOIN pgdedup.signatures g ON g.collection_id = cid AND g.row_id = f.row_id
+                CROSS JOIN LATERAL unnest(g.buckets) WITH ORDINALITY AS u(bucket, band)
+                JOIN pg_temp.pgdedup_members m ON m.band = u.band - 1 AND m.bucket = u.bucket
+                WHERE m.text_hash <> f.text_hash
+                  AND (NOT EXISTS (SELECT 1 FROM pg_temp.pgdedup_leaders l WHERE l.band = m.band AND l.bucket = m.bucket)
+                       OR EXISTS (SELECT 1 FROM pg_temp.pgdedup_leaders l
+                                  WHERE l.band = m.band AND l.bucket = m.bucket AND l.text_hash = f.text_hash))
+                UNION
+                SELECT f.text_hash, f.row_id, m.text_hash, m.row_id
+                FROM pg_temp.pgdedup_frontier f
+                JOIN pgdedup.signatures g ON g.collection_id = cid AND g.row_id = f.row_id
+                CROSS JOIN LATERAL unnest(g.buckets) WITH ORDINALITY AS u(bucket, band)
+                JOIN pg_temp.pgdedup_leaders l ON l.band = u.band - 1 AND l.bucket = u.bucket AND l.text_hash <> f.text_hash
+                JOIN pg_temp.pgdedup_members m ON m.band = l.band AND m.bucket = l.bucket AND m.text_hash = l.text_hash
+            ) p
+            JOIN pgdedup.signatures gf ON gf.collection_id = cid AND gf.row_id = p.frow
+            JOIN pgdedup.signatures gm ON gm.collection_id = cid AND gm.row_id = p.mrow;
         DELETE FROM pg_temp.pgdedup_edges WHERE similarity < t;
         TRUNCATE pg_temp.pgdedup_frontier;
         INSERT INTO pg_temp.pgdedup_frontier
