@@ -74,8 +74,9 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
             yield Session(conn, owned=True)
         return
     conn = _psycopg_connection(db)
-    old = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()[0]
-    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (SAFE_SEARCH_PATH,))
+    old = conn.execute(  # one round trip: the CTE is read before set_config runs
+        "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
+        "SELECT o.old, pg_catalog.set_config('search_path', %s, false) FROM o", (SAFE_SEARCH_PATH,)).fetchone()[0]
     try:
         yield Session(conn, owned=False)
     finally:

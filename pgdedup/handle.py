@@ -17,9 +17,11 @@ the rows to the tracking queue (tracked collection) or raises ``CollectionBusy``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from contextlib import ExitStack
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from types import TracebackType
+
+import psycopg
 
 from . import tracking
 from .collections import Collection, get
@@ -27,9 +29,7 @@ from .connection import Db, session
 from .errors import translated
 from .loader import write_chunk
 from .queries import similar_to_text
-
-#: The collection lock's advisory class (as in sql/0003 lock_collection).
-COLLECTION_LOCK = 1885824100
+from .schema import COLLECTION_LOCK
 
 
 class CollectionHandle:
@@ -47,6 +47,16 @@ class CollectionHandle:
             self._stack.close()  # the caller's search_path back now; each call pins it again
         self.name = name
 
+    @contextmanager
+    def _call(self) -> Iterator[psycopg.Connection]:
+        """The connection for one call: our own as it is (pinned when it was opened), or the
+        caller's with pgdedup's search_path for the duration of the call only."""
+        if self._owned:
+            yield self._conn
+            return
+        with session(self._conn) as s:
+            yield s.conn
+
     def _done(self) -> None:
         """End the call's work: commit pgdedup's own connection; a caller's is the caller's."""
         if self._owned:
@@ -59,8 +69,8 @@ class CollectionHandle:
         Raises:
             InvalidArgument: a threshold outside (0, 1] or a limit below 1.
         """
-        with translated(), session(self._conn) as s:  # the caller's search_path is pinned for the call only
-            found = similar_to_text(s.conn, self.settings, text, threshold, limit)
+        with translated(), self._call() as conn:
+            found = similar_to_text(conn, self.settings, text, threshold, limit)
         self._done()
         return found
 
@@ -78,8 +88,7 @@ class CollectionHandle:
         """
         wanted = sorted({str(k) for k in keys})
         coll = self.settings
-        with translated(), session(self._conn) as s, s.conn.transaction():
-            conn = s.conn
+        with translated(), self._call() as conn, conn.transaction():
             if not conn.execute("SELECT pg_try_advisory_xact_lock_shared(%s, %s)",
                                 (COLLECTION_LOCK, coll.id)).fetchone()[0]:
                 if coll.tracked:

@@ -29,7 +29,7 @@ from . import collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
 from .db import Source, connect, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
-from .schema import require_head
+from .schema import COLLECTION_LOCK, require_head
 from .params import Params
 from .signer import sign_texts
 
@@ -362,7 +362,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
                                "VALUES (%s, 'index', %s, %s)", (coll.id, started, Jsonb(result.stats)))
         finally:
             if not writer.closed and not writer.broken:
-                writer.execute("SELECT pg_catalog.pg_advisory_unlock(1885824100, %s)", (coll.id,))
+                writer.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", (COLLECTION_LOCK, coll.id))
     return result
 
 

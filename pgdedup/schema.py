@@ -12,6 +12,12 @@ import psycopg
 
 from .errors import SchemaMismatch
 
+#: Advisory lock class of a collection's lock (taken by sql/0003's lock_collection: exclusive by
+#: index and dedupe runs, shared by an application's add); the object id is the collection's id.
+COLLECTION_LOCK = 1885824100
+#: Advisory lock class of a collection's watcher (one ``pgdedup watch`` per collection).
+WATCH_LOCK = 1885824101
+
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).

@@ -27,9 +27,7 @@ from .db import connect, resolve_dsn
 from .dedupe import dedupe
 from .errors import CollectionBusy, InvalidArgument, translated
 from .loader import index
-
-#: Advisory lock class of watchers (the collection lock of index/dedupe is class 1885824100).
-WATCH_LOCK = 1885824101
+from .schema import WATCH_LOCK
 
 
 @dataclass
