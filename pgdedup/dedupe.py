@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import psycopg
-
-from .collections import Collection, get
+from .collections import get
 from .connection import Db, session
+from .db import table_columns
 from .errors import InvalidArgument, translated
 from .exact import verify_exact
 
@@ -78,7 +77,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
         if alter:
-            if not s.owned and not _column_exists(conn, coll, column):
+            if not s.owned and column not in table_columns(conn, coll.source.schema, coll.source.table):
                 raise InvalidArgument(
                     f"the marking column {coll.source.label}.{column} does not exist; declare it in your model or "
                     "migration (the key's type, nullable), or call dedupe with a DSN or Engine so pgdedup adds it "
@@ -103,10 +102,3 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
         s.commit()
     return DedupeResult(name, row[0], row[1], row[2], time.perf_counter() - t0, where)
-
-
-def _column_exists(conn: psycopg.Connection, coll: Collection, column: str) -> bool:
-    return conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass "
-        "AND attname = %s AND attnum > 0 AND NOT attisdropped)",
-        (coll.source.schema, coll.source.table, column)).fetchone()[0]

@@ -61,6 +61,7 @@ class PermissionDenied(PgdedupError):
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
     "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument,
     "PD004": StaleResults, "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
+    "55P03": CollectionBusy,  # lock_not_available: a table lock not had within lock_timeout
 }
 
 

@@ -11,6 +11,7 @@ change, the common case rather than the exception.
 from __future__ import annotations
 
 import random
+import time
 
 import psycopg
 import pytest
@@ -274,3 +275,18 @@ def test_a_tracked_source_renamed_or_dropped(conn, dsn, docs, how):
         assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs_v2'::regclass").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM other").fetchone()[0] == 0
+
+
+def test_track_waits_for_the_table_at_most_lock_timeout(conn, dsn, docs):
+    """CREATE TRIGGER needs the table briefly; behind a writer's open transaction, track gives up
+    after lock_timeout (5 s when the session sets none) instead of queueing every later query."""
+    writer = psycopg.connect(dsn)
+    writer.execute("INSERT INTO docs VALUES (6000, 'an open transaction', 1)")
+    try:
+        started = time.monotonic()
+        with pytest.raises(pgdedup.CollectionBusy, match="lock timeout"):
+            pgdedup.track("docs", dsn=dsn)
+        assert 4 < time.monotonic() - started < 30
+    finally:
+        writer.close()
+    assert pgdedup.status("docs", dsn=dsn)[0]["tracked"] is False
