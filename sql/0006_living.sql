@@ -179,8 +179,8 @@ $$;
 -- The walk, shared by the full and the incremental dedupe ------------------------------------------
 
 -- Walk the rows of pg_temp.pgdedup_rows (row_id, row_key, text_hash, rnk) that have an edge in
--- pg_temp.pgdedup_edges (h1, h2, similarity: both directions, self edges for texts held by
--- several rows) in keep order; a row with an edge to an already kept text is a duplicate of the
+-- pg_temp.pgdedup_edges (h1, h2, similarity: both directions; the self edge of each text held by
+-- several rows is added here) in keep order; a row with an edge to an already kept text is a duplicate of the
 -- most similar such text's kept row (ties: the earliest kept), otherwise it is kept. Decisions go
 -- to pg_temp.pgdedup_marks (row_key, duplicate_of, similarity): every duplicate points at a kept
 -- row with similarity >= the threshold, never at another duplicate.
@@ -192,6 +192,8 @@ DECLARE
     seqscan text := current_setting('enable_seqscan');
 BEGIN
     DROP TABLE IF EXISTS pg_temp.pgdedup_walk, pg_temp.pgdedup_kept, pg_temp.pgdedup_marks;
+    INSERT INTO pg_temp.pgdedup_edges
+        SELECT text_hash, text_hash, 1.0 FROM pg_temp.pgdedup_rows GROUP BY text_hash HAVING count(*) > 1;
     CREATE INDEX ON pg_temp.pgdedup_edges (h1);
     ANALYZE pg_temp.pgdedup_edges;
     CREATE TEMP TABLE pgdedup_walk ON COMMIT DROP AS
@@ -233,15 +235,13 @@ BEGIN
         PERFORM pgdedup.check_exact_pairs(cid, p_threshold, p_max_bucket, true, ord);
     END IF;
     DROP TABLE IF EXISTS pg_temp.pgdedup_edges;
-    -- text-level edges, both directions, plus a self edge for texts held by several rows
+    -- text-level edges, both directions
     CREATE TEMP TABLE pgdedup_edges ON COMMIT DROP AS
         SELECT sa.text_hash AS h1, sb.text_hash AS h2, v.similarity
         FROM pgdedup.edges(cid, p_threshold, p_max_bucket, p_verify, true) v
         JOIN pgdedup.signatures sa ON sa.collection_id = cid AND sa.row_id = v.row_a
         JOIN pgdedup.signatures sb ON sb.collection_id = cid AND sb.row_id = v.row_b;
     INSERT INTO pg_temp.pgdedup_edges SELECT h2, h1, similarity FROM pg_temp.pgdedup_edges;
-    INSERT INTO pg_temp.pgdedup_edges
-        SELECT text_hash, text_hash, 1.0 FROM pg_temp.pgdedup_rows GROUP BY text_hash HAVING count(*) > 1;
     PERFORM pgdedup.walk();
     RETURN ord;
 END $$;
@@ -367,8 +367,6 @@ BEGIN
          JOIN pgdedup.signatures g ON g.collection_id = $1 AND g.text_hash = r.text_hash
          JOIN %I.%I s ON s.%I = g.row_key::%s',
         ord, c.source_schema, c.source_table, c.key_column, key_type) USING cid;
-    INSERT INTO pg_temp.pgdedup_edges
-        SELECT text_hash, text_hash, 1.0 FROM pg_temp.pgdedup_rows GROUP BY text_hash HAVING count(*) > 1;
     INSERT INTO pg_temp.pgdedup_redone SELECT row_key FROM pg_temp.pgdedup_rows;
     PERFORM pgdedup.walk();
     texts := (SELECT count(*) FROM pg_temp.pgdedup_region);
@@ -444,12 +442,11 @@ BEGIN
         SELECT p_collection_id, p_target, m.row_key, m.duplicate_of, m.similarity FROM pg_temp.pgdedup_marks m;
     PERFORM pgdedup.record_result(p_collection_id, p_target, t, p_max_bucket, true, p_keep_order, 'estimate');
     RETURN QUERY
-        WITH stats AS (
+        WITH stats AS (  -- one pass over the target's result for both counts
             SELECT (SELECT count(DISTINCT k.row_key) FROM pg_temp.pgdedup_redone k) AS rows_examined,
-                   (SELECT count(*) FROM pgdedup.duplicates d
-                    WHERE d.collection_id = p_collection_id AND d.target = p_target) AS duplicates,
-                   (SELECT count(DISTINCT d.duplicate_of) FROM pgdedup.duplicates d
-                    WHERE d.collection_id = p_collection_id AND d.target = p_target) AS groups
+                   count(*) AS duplicates, count(DISTINCT d.duplicate_of) AS groups
+            FROM pgdedup.duplicates d
+            WHERE d.collection_id = p_collection_id AND d.target = p_target
         ), run AS (
             INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats)
             SELECT p_collection_id, 'dedupe', p_started, jsonb_build_object(
