@@ -19,6 +19,7 @@ ms at 1M rows). Without ``--dsn`` a throwaway LocalPostgres is started and stopp
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -29,15 +30,19 @@ import pgdedup
 from pgdedup import sample
 from pgdedup.localpg import LocalPostgres
 
+from index_bench import reset_and_load
+
 
 def build(dsn: str, rows: int) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS feed_items")
-        conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
-        sample.load(conn, rows, "feed_items", seed=42)
-        conn.execute("VACUUM (ANALYZE) feed_items")
+    """A fresh ``feed_items`` of ``rows`` generated items (seed 42), indexed."""
+    reset_and_load(dsn, rows, seed=42, words=450)
     pgdedup.index("feed_items", "feed_item_id", ["title", "summary", "content"], dsn=dsn, workers=None,
                   progress=False)
+
+
+def new_items(rows: int, count: int) -> list[tuple]:
+    """The ``count`` items the generator makes after the first ``rows``: the feed, continued."""
+    return list(itertools.islice(sample.generate(rows + count, seed=42), rows, None))
 
 
 def ms(samples: list[float]) -> str:
@@ -55,10 +60,7 @@ def run(dsn: str, rows: int, calls: int) -> None:
     t0 = time.perf_counter()
     build(dsn, rows)
     print(f"built and indexed {rows} rows in {time.perf_counter() - t0:.0f} s", flush=True)
-    generated = sample.generate(rows + calls, seed=42)
-    for _ in range(rows):
-        next(generated)
-    items = list(generated)
+    items = new_items(rows, calls)
     text_of = {c: i for i, c in enumerate(sample.COLUMNS)}
     texts = ["\n".join(x for x in (r[text_of["title"]], r[text_of["summary"]], r[text_of["content"]]) if x)
              for r in items]

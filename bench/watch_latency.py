@@ -32,17 +32,14 @@ import pgdedup
 from pgdedup import sample
 from pgdedup.localpg import LocalPostgres
 
+import app_path
+
 KEEP = "published_at, feed_item_id"
 
 
 def build(dsn: str, rows: int) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS feed_items")
-        conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
-        sample.load(conn, rows, "feed_items", seed=42)
-        conn.execute("VACUUM (ANALYZE) feed_items")
-    pgdedup.index("feed_items", "feed_item_id", ["title", "summary", "content"], dsn=dsn, workers=None,
-                  progress=False)
+    """``app_path.build``, then tracked, caught up and deduped in full."""
+    app_path.build(dsn, rows)
     pgdedup.track("feed_items", dsn=dsn)
     pgdedup.index("feed_items", dsn=dsn, progress=False)
     pgdedup.dedupe("feed_items", keep_order=KEEP, dsn=dsn)
@@ -50,9 +47,7 @@ def build(dsn: str, rows: int) -> None:
 
 def stream(dsn: str, rows: int, rate: float, seconds: float, committed: dict[str, float]) -> None:
     """Insert ``rate`` rows a second, one transaction each; note each key's commit time."""
-    generated = sample.generate(rows + int(rate * seconds) + 1, seed=42)
-    for _ in range(rows):  # the rows already loaded: the stream continues the same feed
-        next(generated)
+    generated = iter(app_path.new_items(rows, int(rate * seconds)))  # the feed, continued
     columns = ", ".join(sample.COLUMNS)
     marks = ", ".join(["%s"] * len(sample.COLUMNS))
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -385,20 +385,29 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
 
 def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source: Source, chunk_size: int,
                progress: bool | None, t0: float, queued: int) -> IndexResult:
-    """Sign the queued keys of a tracked collection (see ``tracking.sign_queued``)."""
+    """Sign the queued keys of a tracked collection (see ``tracking.sign_queued``); entries that
+    arrive meanwhile are taken too, and ``queued`` in the result counts every entry worked through.
+    An empty queue at the start is left alone (what arrives waits for the next run), so results
+    are marked stale before anything is written."""
+    worked = signed = added = removed = 0
     if queued:
         _results_now_stale(writer, coll.id)
-    show = sys.stderr.isatty() if progress is None else progress
-    with tqdm(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
-              file=sys.stderr) as bar:
-        signed, added, removed = tracking.sign_queued(
-            writer, coll.id, source, chunk_size,
-            lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
-            bar.update)
+        show = sys.stderr.isatty() if progress is None else progress
+        with tqdm(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
+                  file=sys.stderr) as bar:
+            def report(entries: int) -> None:
+                nonlocal worked
+                worked += entries
+                bar.update(entries)
+
+            signed, added, removed = tracking.sign_queued(
+                writer, coll.id, source, chunk_size,
+                lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
+                report)
     seconds = time.perf_counter() - t0
     rows = coll.rows_indexed + added - removed  # no count over the whole collection
-    result = IndexResult(coll.name, rows, signed, removed, seconds, coll.params, queued=queued)
-    result.stats = {"mode": "queue", "queued": queued, "signed": signed, "removed": removed,
+    result = IndexResult(coll.name, rows, signed, removed, seconds, coll.params, queued=worked)
+    result.stats = {"mode": "queue", "queued": worked, "signed": signed, "removed": removed,
                     "seconds": round(seconds, 3)}
     return result
 
