@@ -10,7 +10,9 @@ change, the common case rather than the exception.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import time
 
 import psycopg
@@ -19,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pgdedup
 
-from clirun import cli, one_line_error
+from clirun import cli, cli_background, one_line_error
 
 FAMILIES = 4
 WORDS = 24
@@ -290,3 +292,26 @@ def test_track_waits_for_the_table_at_most_lock_timeout(conn, dsn, docs):
     finally:
         writer.close()
     assert pgdedup.status("docs", dsn=dsn)[0]["tracked"] is False
+
+
+def test_kill_9_of_an_index_from_the_queue_loses_nothing(conn, dsn, docs):
+    """SIGKILL mid-run: the chunks done are committed with their queue entries deleted, the rest
+    stay queued; the rerun finishes, and a full comparison afterwards finds nothing to sign."""
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    conn.execute("INSERT INTO docs SELECT 20000 + i, concat_ws(' ', md5(i || 'a'), md5(i || 'b'), md5(i || 'c')), 1 "
+                 "FROM generate_series(1, 30000) i")
+    run = cli_background("index", "docs", "--chunk-size", "500", "--no-progress", "--dsn", dsn)
+    deadline = time.monotonic() + 60
+    while conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] > 25000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(timeout=30)
+    left = conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0]
+    assert 0 < left < 30000, "killed mid-run, with work done and work left"
+    signed = conn.execute("SELECT count(*) FROM pgdedup.signatures WHERE row_key::int > 20000").fetchone()[0]
+    assert signed + left == 30000, "every key is either signed or still queued"
+    rerun = pgdedup.index("docs", dsn=dsn, progress=False)
+    assert rerun.queued == left and conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 0
+    full = pgdedup.index("docs", full=True, dsn=dsn, progress=False)
+    assert (full.signed, full.removed) == (0, 0)
