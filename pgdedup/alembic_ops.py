@@ -9,9 +9,10 @@ revisions then run inside the application's transaction, and the application's o
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from importlib import resources
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import alembic.context
 import alembic.op
@@ -33,16 +34,42 @@ def read_sql(name: str) -> str:
     return (resources.files("pgdedup.sql") / name).read_text(encoding="utf-8")
 
 
-def run_sql_file(name: str) -> None:
-    """Execute a whole ``sql/`` file from inside a migration, in its transaction.
+def run_sql(sql: str) -> None:
+    """Execute SQL from inside a migration, in its transaction.
 
     It goes straight to the psycopg connection without parameters, so ``%`` and ``:name`` in
     the SQL are never taken for placeholders.
     """
-    if alembic.context.is_offline_mode():  # `alembic upgrade --sql`: the file goes into the script as it is
-        alembic.op.get_context().impl.static_output(read_sql(name))
+    if alembic.context.is_offline_mode():  # `alembic upgrade --sql`: the SQL goes into the script as it is
+        alembic.op.get_context().impl.static_output(sql)
         return
-    alembic.op.get_bind().connection.driver_connection.execute(read_sql(name))
+    alembic.op.get_bind().connection.driver_connection.execute(sql)
+
+
+def run_sql_file(name: str) -> None:
+    """Execute a whole ``sql/`` file from inside a migration, in its transaction."""
+    run_sql(read_sql(name))
+
+
+def function_definitions(name: str, functions: Iterable[str]) -> str:
+    """The statements of released file ``name`` that define the given pgdedup functions: each
+    ``CREATE [OR REPLACE] FUNCTION pgdedup.<f>(...) ... $$...$$;`` and ``ALTER FUNCTION pgdedup.<f>(...)``.
+
+    A downgrade uses it to put back the functions a later revision replaced, from the one file
+    that defines them, instead of a copy. Raises ValueError if a function is not defined there.
+    """
+    text = read_sql(name)
+    statements = []
+    for function in functions:
+        creates = list(re.finditer(rf"^CREATE (?:OR REPLACE )?FUNCTION pgdedup\.{function}\(", text, re.M))
+        if not creates:
+            raise ValueError(f"{name} defines no function pgdedup.{function}")
+        for create in creates:
+            body_open = text.index("$$", create.start())
+            end = text.index(";", text.index("$$", body_open + 2)) + 1
+            statements.append(text[create.start():end])
+        statements += re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
+    return "\n".join(statements)
 
 
 def sql_steps(revision: str) -> tuple[Callable[[], None], Callable[[], None]]:

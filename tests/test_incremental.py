@@ -235,12 +235,42 @@ def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
     conn.execute("INSERT INTO docs VALUES (2000, %s, 0)", (_text(rng, 0, 1),))  # sorts first: the new keeper
     pgdedup.index("docs", dsn=dsn, progress=False)
     result = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
-    assert result.kind == "incremental" and result.rows_examined == 4
-    assert "deduped docs (incremental): 4 rows re-examined" in result.summary()
+    # the new row, and the one family row after it in keep order that it has an edge to (the
+    # other family rows only share buckets with it, below the threshold): not the 1,000 others
+    assert result.kind == "incremental" and result.rows_examined == 2
+    assert "deduped docs (incremental): 2 rows re-examined" in result.summary()
     incremental = _marks_column(conn)
     assert incremental[2000] is None and 2000 in incremental.values()  # the new row sorts first: kept
     assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).rows_examined == 1004
     assert _marks_column(conn) == incremental
+
+
+def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn):
+    """40 near-copies of one story share buckets capped at 5 texts. A new copy, last in keep
+    order, has edges only to the leaders, which come before it: it is the one row re-examined
+    (revision 6 re-examined every member of its buckets). Then a leader deleted and a middle row
+    edited, each checked against a fresh full run."""
+    rng = random.Random(5)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(1, 41):
+            copy.write_row((i, _text(rng, 0, 1), 0))
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
+    capped = conn.execute("SELECT count(DISTINCT (band, bucket)) FROM pgdedup.leaders").fetchone()[0]
+    assert capped > 0, "the story's buckets hold more than 5 texts"
+    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (_text(rng, 0, 1),))
+    conn.commit()
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn)
+    assert (result.kind, result.rows_examined) == ("incremental", 1)
+    assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
+    for change in ("DELETE FROM docs WHERE id = 2", "UPDATE docs SET body = body || ' extra words' WHERE id = 20"):
+        conn.execute(change)
+        conn.commit()
+        pgdedup.index("docs", dsn=dsn, progress=False)
+        assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "incremental"
+        assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
 def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):
