@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys",
                        epilog="examples: pgdedup index feed_items --key feed_item_id --text title --text content; "
-                              "pgdedup index feed_items (an existing collection, with its stored settings)")
+                              "pgdedup index tickets --key id --text body --partition-by tenant_id (rows compared within a "
+                              "tenant only); pgdedup index feed_items (an existing collection, with its stored settings)")
     p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified; or, without "
                    "--key and --text, the name of an existing collection")
     p.add_argument("--key", metavar="COLUMN", help="unique key column: smallint, integer, bigint, uuid, text or varchar")
@@ -81,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text column; repeat to join several with newlines (NULLs skipped); other types "
                         "(jsonb, …) are read as their text form, bytea is refused")
     p.add_argument("--name", help="collection name, at most 52 bytes (default: the table name)")
+    p.add_argument("--partition-by", metavar="COLUMN", help="compare rows only with rows having an equal value "
+                   "in COLUMN (a tenant, a feed); a setting of a new collection")
     p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
                    "candidates near the threshold at more verification cost (default: max(threshold - 0.15, threshold / 2))")
@@ -126,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--key", help="key of a row of the collection")
     who.add_argument("--text", help="any text, signed with the collection's settings")
     _threshold(p, "default: the collection's")
+    p.add_argument("--partition", metavar="VALUE", help="with --text on a partitioned collection: the partition "
+                   "to look in")
     p.add_argument("--limit", type=int, default=10, help="at most this many rows (default 10)")
     p.add_argument("--json", action="store_true", help="JSON output")
     _add_dsn(p)
@@ -270,7 +275,7 @@ def run(args: argparse.Namespace) -> None:
             ngram=args.ngram, bands=args.bands, rows=args.rows)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        full=args.full, dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
-                       workers=args.workers)
+                       workers=args.workers, partition_by=args.partition_by)
         print(result.summary())
     elif args.command == "dedupe":
         print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
@@ -280,7 +285,7 @@ def run(args: argparse.Namespace) -> None:
         _print_pairs(args)
     elif args.command == "similar":
         rows = similar(args.name, key=args.key, text=args.text, threshold=args.threshold, limit=args.limit,
-                       dsn=args.dsn)
+                       dsn=args.dsn, **({} if args.partition is None else {"partition": args.partition}))
         if args.json:
             print(json.dumps([{"key": k, "similarity": s} for k, s in rows]))
         else:

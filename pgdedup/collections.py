@@ -15,7 +15,7 @@ from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
             "unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold, algorithm, rows_indexed, indexed_at, "
-            "tracked")
+            "tracked, partition_by")
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,11 @@ class Collection:
 
 def _from_row(row: tuple) -> Collection:
     (cid, name, nsp, rel, key, key_type, text_cols, unit, ngram, k, b, r, seed, threshold, band_threshold,
-     algorithm, rows_indexed, indexed_at, tracked) = row
+     algorithm, rows_indexed, indexed_at, tracked, partition_by) = row
     params = Params(threshold=threshold, band_threshold=band_threshold, num_perm=k, unit=unit, ngram=ngram,
                     seed=seed, bands=b, rows=r, algorithm=algorithm)
-    return Collection(cid, name, Source(nsp, rel, key, key_type, tuple(text_cols)), params, rows_indexed,
-                      indexed_at, tracked)
+    return Collection(cid, name, Source(nsp, rel, key, key_type, tuple(text_cols), partition_by), params,
+                      rows_indexed, indexed_at, tracked)
 
 
 def find(conn: psycopg.Connection, name: str) -> Collection | None:
@@ -75,13 +75,13 @@ def all_collections(conn: psycopg.Connection) -> list[Collection]:
 
 
 def _source_differences(old: Source, new: Source) -> list[str]:
-    fields = ("schema", "table", "key", "key_type", "text_columns")
+    fields = ("schema", "table", "key", "key_type", "text_columns", "partition")
     return [f"{f}: stored {getattr(old, f)!r}, requested {getattr(new, f)!r}"
             for f in fields if getattr(old, f) != getattr(new, f)]
 
 
 def _values(source: Source, params: Params) -> tuple:
-    return (source.schema, source.table, source.key, source.key_type, list(source.text_columns),
+    return (source.schema, source.table, source.key, source.key_type, list(source.text_columns), source.partition,
             params.unit, params.ngram, params.num_perm, params.bands, params.rows, params.seed,
             params.threshold, params.band_threshold, params.algorithm)
 
@@ -97,9 +97,9 @@ def find_or_create(conn: psycopg.Connection, name: str, source: Source, params: 
         return existing
     conn.execute(
         """INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, key_type,
-               text_columns, unit, ngram, num_perm, bands, rows_per_band, seed, threshold, band_threshold,
-               algorithm)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               text_columns, partition_by, unit, ngram, num_perm, bands, rows_per_band, seed, threshold,
+               band_threshold, algorithm)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
            ON CONFLICT (name) DO NOTHING""", (name, *_values(source, params)))
     return get(conn, name)
 
@@ -133,7 +133,7 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
                      (existing.id,))
     conn.execute(
         """UPDATE pgdedup.collections SET source_schema = %s, source_table = %s, key_column = %s,
-               key_type = %s, text_columns = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
+               key_type = %s, text_columns = %s, partition_by = %s, unit = %s, ngram = %s, num_perm = %s, bands = %s,
                rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
                indexed_at = NULL, index_version = index_version + 1
            WHERE collection_id = %s""", (*_values(source, params), existing.id))

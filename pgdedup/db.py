@@ -76,13 +76,15 @@ KEY_TYPES = ("smallint", "integer", "bigint", "uuid", "text", "character varying
 
 @dataclass(frozen=True)
 class Source:
-    """A resolved source table: schema, table, key column (and its type), text columns."""
+    """A resolved source table: schema, table, key column (and its type), text columns, and the
+    column whose values partition it (rows are compared only within a partition), if any."""
 
     schema: str
     table: str
     key: str
     key_type: str
     text_columns: tuple[str, ...]
+    partition: str | None = None
 
     @property
     def table_sql(self) -> sql.Composed:
@@ -98,6 +100,34 @@ class Source:
         (exactly what the Python side joins, so md5s and re-read texts agree)."""
         return sql.SQL("concat_ws(E'\\n', {})").format(
             sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in self.text_columns))
+
+    @property
+    def partition_sql(self) -> sql.Composable:
+        """A row's partition value as text over alias ``s`` (NULL when not partitioned)."""
+        if self.partition is None:
+            return sql.SQL("NULL::text")
+        return sql.SQL("s.{}::text").format(sql.Identifier(self.partition))
+
+    @property
+    def md5_sql(self) -> sql.Composed:
+        """The md5 a row's signature is stored with: of its text, and of its partition value when
+        partitioned (a row moved to another partition is signed again)."""
+        if self.partition is None:
+            return sql.SQL("md5({})::uuid").format(self.text_sql)
+        return sql.SQL("md5(concat_ws(E'\\n', CASE WHEN {p} IS NULL THEN 'N' ELSE 'V' || {p} END, {t}))::uuid").format(
+            p=self.partition_sql, t=self.text_sql)
+
+    def rows_sql(self, collection_id: int, where: sql.Composable, first: sql.Composable = sql.SQL("")) -> sql.Composed:
+        """``SELECT`` of the source rows matching ``where`` (over alias ``s``, with the stored
+        signature as ``g``): ``first``, then (key, stored row id, md5, partition value, text
+        columns...), the tuples ``loader.write_chunk`` signs."""
+        key = sql.Identifier(self.key)
+        return sql.SQL(
+            "SELECT {first}s.{key}::text, g.row_id, {md5}, {part}, {cols} FROM {table} s "
+            "LEFT JOIN pgdedup.signatures g ON g.collection_id = {cid} AND g.row_key = s.{key}::text WHERE {where}"
+        ).format(first=first, key=key, md5=self.md5_sql, part=self.partition_sql, table=self.table_sql,
+                 cid=sql.Literal(collection_id), where=where,
+                 cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in self.text_columns))
 
     @property
     def key_cast(self) -> sql.SQL:
@@ -155,7 +185,7 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],
-                   schema: str | None = None) -> Source:
+                   schema: str | None = None, partition_by: str | None = None) -> Source:
     """Check that the table and columns exist, the key type is supported, no text column is
     bytea and the database's encoding is known. A text column of another type (jsonb, integer,
     an enum, …) is read as its text form (``col::text``).
@@ -172,7 +202,7 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
     nsp, rel = find_table(conn, table, schema)
     columns = table_columns(conn, nsp, rel)
     available = ", ".join(columns)
-    for col in [key, *text_columns]:
+    for col in [key, *text_columns, *([partition_by] if partition_by is not None else [])]:
         if col not in columns:
             raise PgdedupError(f"column {col!r} does not exist in table {nsp}.{rel} (columns: {available})")
     key_type = columns[key]
@@ -182,4 +212,7 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
         if columns[col] == "bytea":
             raise InvalidArgument(f"text column {col!r} is bytea, whose text form is hex, not its words; index a "
                                   f"view that decodes it, e.g. convert_from({col}, 'UTF8')")
-    return Source(nsp, rel, key, key_type, tuple(text_columns))
+    if partition_by is not None and partition_by in (key, *text_columns):
+        raise InvalidArgument(f"the partition column {partition_by!r} is the key or a text column: partition by "
+                              "a column of its own (a tenant, a feed)")
+    return Source(nsp, rel, key, key_type, tuple(text_columns), partition_by)

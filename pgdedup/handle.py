@@ -28,7 +28,7 @@ from .collections import Collection, get
 from .connection import Db, session
 from .errors import translated
 from .loader import write_chunk
-from .queries import similar_to_text
+from .queries import NOT_GIVEN, Partition, similar_to_text
 from .schema import COLLECTION_LOCK
 
 
@@ -62,15 +62,18 @@ class CollectionHandle:
         if self._owned:
             self._conn.commit()
 
-    def check(self, text: str, *, threshold: float | None = None, limit: int = 10) -> list[tuple[str, float]]:
+    def check(self, text: str, *, threshold: float | None = None, limit: int = 10,
+              partition: Partition = NOT_GIVEN) -> list[tuple[str, float]]:
         """Keys of stored rows similar to ``text`` (by estimate, at the collection's threshold
-        unless given), most similar first, as (key, similarity).
+        unless given), most similar first, as (key, similarity). A partitioned collection looks
+        in ``partition`` only (None: the rows whose partition column is NULL).
 
         Raises:
-            InvalidArgument: a threshold outside (0, 1] or a limit below 1.
+            InvalidArgument: a threshold outside (0, 1], a limit below 1, a partition missing
+                (partitioned collection) or given (one that is not).
         """
         with translated(), self._call() as conn:
-            found = similar_to_text(conn, self.settings, text, threshold, limit)
+            found = similar_to_text(conn, self.settings, text, threshold, limit, partition)
         self._done()
         return found
 
@@ -98,7 +101,8 @@ class CollectionHandle:
                 "SELECT seq FROM pgdedup.queue WHERE collection_id = %s AND row_key = ANY(%s)", (coll.id, wanted))]
             signed, _, _ = tracking.sign_keys(
                 conn, coll.id, coll.source, wanted,
-                lambda rows: write_chunk(conn, coll.id, rows, coll.params, "band_keys", conn.info.backend_pid))
+                lambda rows: write_chunk(conn, coll.id, rows, coll.params, "band_keys", conn.info.backend_pid,
+                                         coll.source.partition is not None))
             tracking.consume(conn, seqs)
             # exact pairs describe the rows as they were: drop them rather than serve them stale
             conn.execute("DELETE FROM pgdedup.results WHERE collection_id = %s AND target = 'exact'", (coll.id,))

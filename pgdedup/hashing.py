@@ -111,6 +111,18 @@ def text_hash(normalised: str) -> int:
     return xxhash.xxh3_64_intdigest(normalised.encode("utf-8")) - (1 << 63)
 
 
+def partition_salts(values: Sequence[str | None]) -> np.ndarray:
+    """uint64 xxh3 of each partition value (NULL is a value of its own, unlike any string)."""
+    return np.fromiter((xxhash.xxh3_64_intdigest(b"\0" if v is None else b"\1" + v.encode("utf-8"))
+                        for v in values), dtype=np.uint64, count=len(values))
+
+
+def salted(hashes: np.ndarray, salts: np.ndarray) -> np.ndarray:
+    """int64 ``hashes`` mixed with uint64 ``salts`` (broadcast): equal hashes under different salts
+    differ, so rows of different partitions never share a text hash or a bucket."""
+    return mix64(hashes.view(np.uint64) ^ salts).view(np.int64)
+
+
 def row_ids(keys: Sequence[str]) -> np.ndarray:
     """Signed 64-bit xxh3 of each row key: a row's id depends on its key only, so parallel
     workers and reruns agree without a shared sequence. Two keys of one collection sharing an

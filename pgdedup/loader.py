@@ -69,21 +69,16 @@ class IndexResult:
 
 
 def _stream_query(source: Source, collection_id: int, lo: str | None, hi: str | None) -> sql.Composed:
-    """New and changed rows (key, existing row id, md5, text columns) with lo <= key < hi, in key order."""
+    """New and changed rows (``Source.rows_sql`` tuples) with lo <= key < hi, in key order."""
     key = sql.Identifier(source.key)
-    md5 = sql.SQL("md5({})::uuid").format(source.text_sql)
     cast = source.key_cast
-    bounds = sql.SQL("")
+    where = sql.SQL("s.{key} IS NOT NULL AND (g.row_id IS NULL OR g.source_md5 <> {md5})").format(
+        key=key, md5=source.md5_sql)
     if lo is not None:
-        bounds += sql.SQL(" AND s.{} >= {}::{}").format(key, sql.Literal(lo), cast)
+        where += sql.SQL(" AND s.{} >= {}::{}").format(key, sql.Literal(lo), cast)
     if hi is not None:
-        bounds += sql.SQL(" AND s.{} < {}::{}").format(key, sql.Literal(hi), cast)
-    return sql.SQL(
-        "SELECT s.{key}::text, g.row_id, {md5}, {cols} FROM {table} s "
-        "LEFT JOIN pgdedup.signatures g ON g.collection_id = {cid} AND g.row_key = s.{key}::text "
-        "WHERE s.{key} IS NOT NULL AND (g.row_id IS NULL OR g.source_md5 <> {md5}){bounds} ORDER BY s.{key}"
-    ).format(key=key, md5=md5, table=source.table_sql, cid=sql.Literal(collection_id), bounds=bounds,
-             cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
+        where += sql.SQL(" AND s.{} < {}::{}").format(key, sql.Literal(hi), cast)
+    return source.rows_sql(collection_id, where) + sql.SQL(" ORDER BY s.{}").format(key)
 
 
 def _key_ranges(conn: psycopg.Connection, source: Source, parts: int) -> list[tuple[str | None, str | None]]:
@@ -126,15 +121,16 @@ def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
 
 
 def write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
-                 band_table: str, lock_holder: int) -> None:
-    """Sign one chunk and store it in one transaction (old versions of changed rows replaced).
+                 band_table: str, lock_holder: int, partitioned: bool = False) -> None:
+    """Sign one chunk of ``Source.rows_sql`` tuples and store it in one transaction (old versions
+    of changed rows replaced); ``partitioned``: their partition values salt text hashes and buckets.
 
     ``band_table`` is ``band_keys``, or ``band_keys_staged`` during a first load.
     The transaction first checks that backend ``lock_holder`` (the run's own session) still holds
     the collection's lock, so nothing is written for a run that has died or been replaced.
     """
-    texts = ["\n".join(c for c in r[3:] if c is not None) for r in rows]
-    signed = sign_texts(texts, params)
+    texts = ["\n".join(c for c in r[4:] if c is not None) for r in rows]
+    signed = sign_texts(texts, params, [r[3] for r in rows] if partitioned else None)
     keys = [r[0] for r in rows]
     row_ids = hashing.row_ids(keys)
     existing = [r[1] for r in rows if r[1] is not None]
@@ -182,7 +178,8 @@ def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int
             if not signed:
                 _results_now_stale(writer, job.collection_id)
             try:
-                write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder)
+                write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder,
+                            job.source.partition is not None)
             except psycopg.errors.UniqueViolation as exc:
                 what = ("two keys hash to the same row id (xxh3 collision); please report it"
                         if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
@@ -305,13 +302,18 @@ def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
 def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] | None = None, *,
           name: str | None = None, schema: str | None = None, params: Params | None = None,
           reindex: bool = False, full: bool = False, dsn: Db = None, chunk_size: int = DEFAULT_CHUNK,
-          progress: bool | None = None, workers: int | None = 1) -> IndexResult:
+          progress: bool | None = None, workers: int | None = 1, partition_by: str | None = None) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
 
     Without ``key`` and ``text``, ``table`` names an existing collection, which is brought up to
     date with its stored source and parameters. On a tracked collection (``tracking.track``)
     only the queued keys are read and signed, without scanning the table; ``full`` (and every
     untracked collection) compares every row instead.
+
+    ``partition_by`` (a new collection's setting, like its columns) names a column whose values
+    partition the table: rows are compared only with rows of an equal value (tenants, feeds;
+    NULL is one more value). ``table`` may be a view, e.g. a subset of a table (the last 30
+    days); such a collection is deduped without ``alter`` and cannot be tracked.
 
     ``workers`` processes each sign one key range (None: ``default_workers``, as the CLI does);
     results do not depend on it. Worker processes are spawned, so a script that asks for more
@@ -331,6 +333,9 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
     _check_run_options(chunk_size, workers)
     if (key is None) != (text is None):
         raise InvalidArgument("give both the key and the text columns (a new collection), or neither (an existing one)")
+    if key is None and partition_by is not None:
+        raise InvalidArgument("the partition column is a setting of a new collection (with its key and text "
+                              "columns); an existing one keeps the one it was indexed with")
     dsn = resolve_dsn(own_dsn(dsn, "index"))
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
@@ -338,7 +343,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
             stored = collections.get(writer, name or table, need_source=True)
             name, source, params = stored.name, stored.source, params or stored.params
         else:
-            source = resolve_source(writer, table, key, text, schema)  # before any schema change
+            source = resolve_source(writer, table, key, text, schema, partition_by)  # before any schema change
             params = params or Params()
         name = name or source.table
         if not 0 < len(name.encode()) <= MAX_NAME_BYTES:
@@ -402,7 +407,8 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
 
             signed, added, removed = tracking.sign_queued(
                 writer, coll.id, source, chunk_size,
-                lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid),
+                lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid,
+                                        source.partition is not None),
                 report)
     seconds = time.perf_counter() - t0
     rows = coll.rows_indexed + added - removed  # no count over the whole collection

@@ -44,26 +44,57 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
             yield from cur
 
 
+class _NotGiven:
+    """The type of ``NOT_GIVEN``."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+#: "No partition given" (None is a partition value: the rows whose partition column is NULL).
+NOT_GIVEN = _NotGiven()
+
+Partition = str | None | _NotGiven
+
+
 def similar(name: str, *, key: str | None = None, text: str | None = None, threshold: float | None = None,
-            limit: int = 10, dsn: Db = None) -> list[tuple[str, float]]:
-    """Rows of collection ``name`` similar to the row with ``key``, or to ``text`` signed with the
-    collection's own parameters; most similar first."""
+            limit: int = 10, partition: Partition = NOT_GIVEN, dsn: Db = None) -> list[tuple[str, float]]:
+    """Rows of collection ``name`` similar to the row with ``key`` (within its partition), or to
+    ``text`` signed with the collection's own parameters (in ``partition``, which a partitioned
+    collection needs); most similar first.
+
+    Raises:
+        InvalidArgument: not exactly one of key and text; a partition missing or not applicable.
+        CollectionNotFound, RowNotFound: no such collection, or no row with that key.
+    """
     if (key is None) == (text is None):
         raise InvalidArgument("give exactly one of key or text")
     with translated(), session(dsn) as s:
         conn = s.conn
         coll = get(conn, name)
         if key is not None:
+            if partition is not NOT_GIVEN:
+                raise InvalidArgument("a row is compared within its own partition: give a partition only with a text")
             return conn.execute("SELECT * FROM pgdedup.similar(%s, %s, %s, %s)",
                                 (name, str(key), threshold, limit)).fetchall()
-        return similar_to_text(conn, coll, text, threshold, limit)
+        return similar_to_text(conn, coll, text, threshold, limit, partition)
 
 
 def similar_to_text(conn: psycopg.Connection, coll: Collection, text: str, threshold: float | None,
-                    limit: int) -> list[tuple[str, float]]:
-    """Rows of ``coll`` similar to ``text`` signed with the collection's own parameters, most
-    similar first (an empty text matches nothing). One round trip: the hot path of ``check``."""
-    signed = sign_texts([text], coll.params)
+                    limit: int, partition: Partition = NOT_GIVEN) -> list[tuple[str, float]]:
+    """Rows of ``coll`` similar to ``text`` signed with the collection's own parameters (and
+    salted with ``partition`` when the collection is partitioned), most similar first (an empty
+    text matches nothing). One round trip: the hot path of ``check``.
+
+    Raises:
+        InvalidArgument: a partitioned collection and no partition, or a partition for one that is not.
+    """
+    by = coll.source.partition
+    if by is not None and isinstance(partition, _NotGiven):
+        raise InvalidArgument(f"collection {coll.name!r} is partitioned by {by!r}: give the partition to look in")
+    if by is None and not isinstance(partition, _NotGiven):
+        raise InvalidArgument(f"collection {coll.name!r} is not partitioned: give no partition")
+    signed = sign_texts([text], coll.params, None if isinstance(partition, _NotGiven) else [partition])
     if signed.feature_counts[0] == 0:
         return []
     return conn.execute("SELECT * FROM pgdedup.similar_to(%s, %s, %s, %s, %s)",

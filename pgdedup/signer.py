@@ -6,14 +6,14 @@ This is the one code path that turns text into what pgdedup stores: the loader, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .bands import band_buckets
 from .features import features
-from .hashing import text_hash
+from .hashing import partition_salts, salted, text_hash
 from .normalise import normalise
 from .params import Params
 from .signatures import signatures
@@ -42,15 +42,22 @@ class SignedChunk:
         return self.signatures[i].view(np.int32)
 
 
-def sign_texts(texts: Iterable[str | None], params: Params | None = None) -> SignedChunk:
-    """Signatures and band buckets of ``texts`` (None allowed) with ``params`` (default Params())."""
+def sign_texts(texts: Iterable[str | None], params: Params | None = None,
+               partitions: Sequence[str | None] | None = None) -> SignedChunk:
+    """Signatures and band buckets of ``texts`` (None allowed) with ``params`` (default Params()).
+
+    With ``partitions`` (one value per text, None a value too), text hashes and buckets are
+    salted with the text's partition value: texts of different partitions never share a bucket,
+    so they are never candidates, and equal texts in two partitions are two texts. Signatures,
+    hence similarities, do not change.
+    """
     params = params or Params()
     normalised = [normalise(t) for t in texts]
     feats = features(normalised, params.spec, params.seed)
     sig = signatures(feats, params.num_perm, params.seed)
-    return SignedChunk(
-        text_hashes=np.fromiter(map(text_hash, normalised), dtype=np.int64, count=len(normalised)),
-        feature_counts=feats.distinct_counts(),
-        signatures=sig,
-        buckets=band_buckets(sig, params.bands, params.rows, params.seed),
-    )
+    hashes = np.fromiter(map(text_hash, normalised), dtype=np.int64, count=len(normalised))
+    buckets = band_buckets(sig, params.bands, params.rows, params.seed)
+    if partitions is not None:
+        salts = partition_salts(partitions)
+        hashes, buckets = salted(hashes, salts), salted(buckets, salts[:, None])
+    return SignedChunk(text_hashes=hashes, feature_counts=feats.distinct_counts(), signatures=sig, buckets=buckets)

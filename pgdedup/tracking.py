@@ -56,15 +56,10 @@ def consume(conn: psycopg.Connection, seqs: list[int]) -> None:
 
 
 def _keyed_query(source: Source, collection_id: int) -> sql.Composed:
-    """The rows with the given keys: (stored md5 equal?, key, existing row id, md5, text columns)."""
-    key = sql.Identifier(source.key)
-    md5 = sql.SQL("md5({})::uuid").format(source.text_sql)
-    return sql.SQL(
-        "SELECT g.source_md5 IS NOT DISTINCT FROM {md5}, s.{key}::text, g.row_id, {md5}, {cols} FROM {table} s "
-        "LEFT JOIN pgdedup.signatures g ON g.collection_id = {cid} AND g.row_key = s.{key}::text "
-        "WHERE s.{key} = ANY(%s::{cast}[])"
-    ).format(key=key, md5=md5, table=source.table_sql, cid=sql.Literal(collection_id), cast=source.key_cast,
-             cols=sql.SQL(", ").join(sql.SQL("s.{}::text").format(sql.Identifier(c)) for c in source.text_columns))
+    """The rows with the given keys: (stored md5 equal?, then ``Source.rows_sql``'s tuple)."""
+    return source.rows_sql(
+        collection_id, sql.SQL("s.{} = ANY(%s::{}[])").format(sql.Identifier(source.key), source.key_cast),
+        first=sql.SQL("g.source_md5 IS NOT DISTINCT FROM {}, ").format(source.md5_sql))
 
 
 def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys: list[str],
@@ -73,7 +68,7 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
     signed, of which new, rows forgotten).
 
     Reads the rows by key (the source's own key index), signs the new and changed ones with
-    ``write_rows`` (``(key, row id, md5, text columns...)`` tuples), forgets the keys the table
+    ``write_rows`` (``Source.rows_sql`` tuples), forgets the keys the table
     no longer has, and logs the rows that changed only in other columns (their keep-order rank
     may have moved) for the incremental dedupe.
     """

@@ -1,6 +1,6 @@
-"""Take in pgdedup's revision 0009_forward (a newer pgdedup release), as an app does for each one.
+"""Take in pgdedup's newer revisions (up to 0010_scopes), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_forward
+Revision ID: 0002_pgdedup_0010
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_forward"
+revision = "0002_pgdedup_0010"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0009_forward")
+    pgdedup.migrate(op.get_bind(), "0010_scopes")
 
 
 def downgrade() -> None:
