@@ -17,19 +17,25 @@ the rows to the tracking queue (tracked collection) or raises ``CollectionBusy``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from types import TracebackType
+from typing import Any, TypeVar
 
 import psycopg
 
 from . import tracking
 from .collections import Collection, get
 from .connection import Db, session
+from .dedupe import DedupeResult, dedupe
+from .lifecycle import unmark
 from .errors import translated
 from .loader import write_chunk
-from .queries import NOT_GIVEN, Partition, similar_to_text
+from .queries import NOT_GIVEN, Partition, pairs, similar, similar_to_text, status
 from .schema import COLLECTION_LOCK
+from .tracking import track
+
+T = TypeVar("T")
 
 
 class CollectionHandle:
@@ -108,6 +114,39 @@ class CollectionHandle:
             conn.execute("DELETE FROM pgdedup.results WHERE collection_id = %s AND target = 'exact'", (coll.id,))
         self._done()
         return signed
+
+    # The commands, on this handle's connection: each is the free function of the same name
+    # (``pgdedup.dedupe`` ...) run on it, so there is one implementation of each. On the caller's
+    # connection they run inside the caller's transaction; on the handle's own, each commits.
+
+    def dedupe(self, **options: Any) -> DedupeResult:
+        """``pgdedup.dedupe(name, **options)`` on this connection (the marking column must exist)."""
+        return self._command(dedupe, **options)
+
+    def similar(self, **options: Any) -> list[tuple[str, float]]:
+        """``pgdedup.similar(name, **options)`` on this connection."""
+        return self._command(similar, **options)
+
+    def pairs(self, **options: Any) -> list[tuple[str, str, float]]:
+        """``pgdedup.pairs(name, **options)`` on this connection, as a list."""
+        return self._command(lambda name, dsn, **o: list(pairs(name, dsn=dsn, **o)), **options)
+
+    def status(self) -> dict[str, Any]:
+        """``pgdedup.status(name)`` on this connection: the collection's one row."""
+        return self._command(lambda name, dsn: status(name, dsn=dsn)[0])
+
+    def track(self, on: bool = True) -> bool:
+        """``pgdedup.track(name, on=on)`` on this connection."""
+        return self._command(track, on=on)
+
+    def unmark(self) -> int:
+        """``pgdedup.unmark(name)`` on this connection."""
+        return self._command(unmark)
+
+    def _command(self, command: Callable[..., T], **options: Any) -> T:
+        result = command(self.name, dsn=self._conn, **options)
+        self._done()
+        return result
 
     def close(self) -> None:
         """Close pgdedup's own connection (a caller's connection is left as it is: the session

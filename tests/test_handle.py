@@ -106,3 +106,27 @@ def test_add_while_a_run_holds_the_collection(conn, dsn, feed):
     with _adding_while_held(dsn) as (app, key):
         assert pgdedup.collection("feed", app).add(key) == 0  # left to the queue
     assert conn.execute("SELECT count(*) FROM pgdedup.queue WHERE row_key = %s", (str(key),)).fetchone()[0] == 1
+
+
+def test_every_command_on_the_handles_connection(conn, dsn, feed):
+    """The handle's commands are the free functions on its connection: on its own connection each
+    commits; on the application's, they stay in the application's transaction."""
+    rows, groups, originals = feed
+    with pgdedup.collection("feed", dsn) as coll:
+        conn.execute("ALTER TABLE feed ADD COLUMN duplicate_of uuid")  # declared, as an app does
+        result = coll.dedupe(keep_order="published_at, id")
+        assert result.kind == "full" and result.duplicates == sum(len(g) - 1 for g in groups)
+        assert coll.status()["marked"] == result.duplicates
+        assert {k for k, _ in coll.similar(key=originals[0])} == {str(k) for k in groups[0]} - {str(originals[0])}
+        marks = {frozenset((str(a), str(b))) for a, b in conn.execute(
+            "SELECT id, duplicate_of FROM feed WHERE duplicate_of IS NOT NULL")}
+        assert {frozenset((a, b)) for a, b, _ in coll.pairs()} >= marks  # each mark is a pair at the threshold
+        assert coll.track() is True and coll.track(on=False) is False
+    marked = conn.execute("SELECT count(*) FROM feed WHERE duplicate_of IS NOT NULL").fetchone()[0]
+    assert marked == result.duplicates, "committed by the handle"
+    with psycopg.connect(dsn) as app:
+        coll = pgdedup.collection("feed", app)
+        assert coll.unmark() == marked
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        app.rollback()
+    assert conn.execute("SELECT count(*) FROM feed WHERE duplicate_of IS NOT NULL").fetchone()[0] == marked
