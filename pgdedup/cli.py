@@ -43,9 +43,10 @@ def _threshold(p: argparse.ArgumentParser, default_help: str) -> None:
 
 
 def _verify(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--verify", choices=("estimate", "exact"), default="estimate",
-                   help="keep pairs by signature estimate (default), or re-check candidates with exact "
-                        "Jaccard from the source text (precision 1.0, reads the text again)")
+    p.add_argument("--verify", choices=("estimate", "auto", "exact"), default="estimate",
+                   help="keep pairs by signature estimate (default); auto: re-read from the source text and "
+                        "check with exact Jaccard only the pairs whose estimate is too close to the threshold "
+                        "to decide; exact: check every candidate (precision 1.0)")
 
 
 def _max_bucket(p: argparse.ArgumentParser) -> None:

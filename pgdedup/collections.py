@@ -128,7 +128,8 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
     if not reindex:
         raise InvalidArgument(f"collection {existing.name!r} was indexed with other settings "
                               f"({'; '.join(differences)}); rerun with --reindex to rebuild it")
-    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results", "changes"):
+    for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results", "changes",
+                  "checked"):
         conn.execute(sql.SQL("DELETE FROM pgdedup.{} WHERE collection_id = %s").format(sql.Identifier(table)),
                      (existing.id,))
     conn.execute(

@@ -13,7 +13,7 @@ from .collections import get
 from .connection import Db, session
 from .db import table_columns
 from .errors import InvalidArgument, translated
-from .exact import verify_exact
+from .exact import check_ambiguous, verify_exact
 
 
 @dataclass
@@ -44,9 +44,10 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     ``pgdedup."<name>_duplicates"`` of the source rows with their marks.
     ``keep_order`` is an ORDER BY list of source columns (e.g. ``"published_at, feed_item_id"``);
     the first row of a group in that order is kept. ``verify="exact"`` re-checks candidates
-    with exact Jaccard from the source text first (see ``exact``).
+    with exact Jaccard from the source text first; ``verify="auto"`` only those whose estimate
+    is too close to the threshold to decide (see ``exact``).
 
-    A later run with the same settings (by estimate) is incremental: it re-examines only the
+    A later run with the same settings (by estimate; "auto" and "exact" runs are full) is incremental: it re-examines only the
     rows that changed since (as logged by ``index``) and those connected to them through
     candidate edges, and stores exactly the marks a full run would (``pgdedup.update_duplicates``
     in sql/0006; docs/features.md says why). ``full`` forces a full run.
@@ -92,7 +93,10 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
-        verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+        if verify == "exact":
+            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+        else:
+            check_ambiguous(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

@@ -7,11 +7,18 @@ standard errors) is re-read from the source table in batches, re-shingled with t
 collection's own feature settings, and kept only if its exact Jaccard reaches the threshold.
 Precision against the feature definition is then 1.0 (features are compared as 64-bit shingle
 hashes; two distinct shingles share one with probability 2**-64).
+
+With ``verify="auto"`` only the ambiguous candidates are re-read: those whose estimate lies in
+the band where it could be on the wrong side of the threshold (``pgdedup.auto_band``: a pair
+exactly at the threshold lands above the band, or one at it below the band, with probability
+at most 1e-3). Their exact Jaccard is stored per pair of texts (``pgdedup.checked``) and reused
+by later runs; the estimate decides every other candidate.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from itertools import islice
 
 import numpy as np
@@ -51,6 +58,14 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return common / (len(a) + len(b) - common)
 
 
+def _jaccards(conn: psycopg.Connection, coll: Collection, cur: psycopg.Cursor) -> Iterator[list[tuple[tuple, float]]]:
+    """Batches of (row of ``cur``, exact Jaccard of its first two columns, row ids), ``BATCH``
+    rows at a time: texts are re-read per batch, so memory is bounded by the batch."""
+    while batch := list(islice(cur, BATCH)):
+        sets = _feature_sets(conn, coll, sorted({i for row in batch for i in row[:2]}))
+        yield [(row, jaccard(sets.get(row[0], np.empty(0)), sets.get(row[1], np.empty(0)))) for row in batch]
+
+
 def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
                  max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None) -> tuple[int, int]:
     """Fill ``pgdedup.exact_pairs`` for ``coll``; returns (pairs checked, pairs kept).
@@ -59,8 +74,7 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     capped bucket's leaders are its earliest rows in ``keep_order``, the rows dedupe keeps;
     without (pairs) they are its lowest row ids. ``pgdedup.results`` records the index version
     and parameters, so SQL that reads the pairs later can refuse them once they are stale.
-    Runs in the caller's transaction (which should hold the collection's lock); texts are read
-    in batches of ``BATCH`` pairs, so memory is bounded by the batch, not by the table.
+    Runs in the caller's transaction (which should hold the collection's lock).
     """
     t = coll.params.threshold if threshold is None else threshold
     order = (conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order)).fetchone()[0]
@@ -70,10 +84,8 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     with conn.cursor(name="pgdedup_exact") as cur:
         cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s, %s) ORDER BY row_a",
                     (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket, ranked))
-        while batch := list(islice(cur, BATCH)):
-            sets = _feature_sets(conn, coll, sorted({i for pair in batch for i in pair}))
-            good = [(coll.id, a, b, j) for a, b in batch
-                    if (j := jaccard(sets.get(a, np.empty(0)), sets.get(b, np.empty(0)))) >= t]
+        for batch in _jaccards(conn, coll, cur):
+            good = [(coll.id, a, b, j) for (a, b), j in batch if j >= t]
             with copy_into(conn, "exact_pairs", ("collection_id", "row_a", "row_b", "similarity"),
                            binary=False) as copy:
                 for row in good:
@@ -83,3 +95,29 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     conn.execute("SELECT pgdedup.record_result(%s, 'exact', %s, %s, %s, %s, 'exact')",
                  (coll.id, t, max_bucket, ranked, order))
     return checked, kept
+
+
+def check_ambiguous(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
+                    max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None) -> int:
+    """For verify "auto": store in ``pgdedup.checked`` the exact Jaccard of every candidate pair
+    whose estimate is in the ambiguous band (``pgdedup.auto_band``) and has none yet; returns how
+    many were checked. Candidates are those of ``verify_exact`` (``ranked``: dedupe's).
+
+    Checks are kept per pair of texts and stay valid while the texts exist, so a later run
+    checks only pairs it has not seen. Runs in the caller's transaction (which should hold the
+    collection's lock).
+    """
+    t = coll.params.threshold if threshold is None else threshold
+    if ranked:
+        conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order))
+    checked = 0
+    with conn.cursor(name="pgdedup_ambiguous") as cur:
+        cur.execute("SELECT row_a, row_b, text_a, text_b FROM pgdedup.unchecked_pairs(%s, %s, %s, %s) ORDER BY row_a",
+                    (coll.id, t, max_bucket, ranked))
+        for batch in _jaccards(conn, coll, cur):
+            with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
+                           binary=False) as copy:
+                for (_, _, text_a, text_b), j in batch:
+                    copy.write_row((coll.id, text_a, text_b, j))
+            checked += len(batch)
+    return checked

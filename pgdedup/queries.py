@@ -15,7 +15,7 @@ import psycopg
 from .collections import Collection, get
 from .connection import Db, session
 from .errors import InvalidArgument, translated
-from .exact import verify_exact
+from .exact import check_ambiguous, verify_exact
 from .signer import sign_texts
 
 
@@ -24,7 +24,9 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
     """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
-    (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock). A bucket with more
+    (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock). ``verify="auto"``
+    re-checks only the candidates whose estimate is too close to the threshold to decide
+    (stored in ``pgdedup.checked``; it takes the lock too); the others keep their estimate. A bucket with more
     than ``max_bucket`` distinct texts pairs each of them only with its first ``max_bucket``.
 
     Raises:
@@ -35,9 +37,9 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         conn = s.conn
         coll = get(conn, name, need_source=verify == "exact")
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
-        if verify == "exact":
+        if verify != "estimate":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-            verify_exact(conn, coll, threshold, max_bucket)
+            (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
         with conn.cursor(name="pgdedup_pairs") as cur:
             cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)",
                         (name, threshold, verify, max_bucket))

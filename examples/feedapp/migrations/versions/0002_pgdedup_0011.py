@@ -1,6 +1,6 @@
-"""Take in pgdedup's newer revisions (up to 0010_scopes), as an app does for each pgdedup release.
+"""Take in pgdedup's newer revisions (up to 0011_auto), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_0010
+Revision ID: 0002_pgdedup_0011
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_0010"
+revision = "0002_pgdedup_0011"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0010_scopes")
+    pgdedup.migrate(op.get_bind(), "0011_auto")
 
 
 def downgrade() -> None:

@@ -1,0 +1,175 @@
+-- pgdedup schema, version 11: verify "auto". A candidate pair's estimate decides it when it is
+-- far enough from the threshold; only the ambiguous band around the threshold is decided by
+-- exact Jaccard, computed by the Python side from the source text and kept per pair of texts.
+-- Applied by migration 0011. Released files are never edited: a change is a new file + migration.
+
+-- Exact Jaccard of two texts of a collection (by text hash, text_a < text_b), for the pairs
+-- whose estimate was ambiguous. It depends on the two texts and the feature settings only, so
+-- it stays true for as long as the collection keeps its settings (a re-index with others
+-- clears it), whatever happens to other rows.
+CREATE TABLE pgdedup.checked (
+    collection_id   integer NOT NULL REFERENCES pgdedup.collections ON DELETE CASCADE,
+    text_a          bigint NOT NULL,
+    text_b          bigint NOT NULL,
+    similarity      double precision NOT NULL,
+    PRIMARY KEY (collection_id, text_a, text_b),
+    CHECK (text_a < text_b)
+);
+REVOKE ALL ON pgdedup.checked FROM PUBLIC;
+ALTER TABLE pgdedup.checked ENABLE ROW LEVEL SECURITY;
+CREATE POLICY readable_collection ON pgdedup.checked
+    USING (collection_id IN (SELECT c.collection_id FROM pgdedup.collections c));
+
+-- The ambiguous band of estimates at threshold p_threshold with p_num_perm hash functions: a
+-- pair estimated at hi or above is accepted, one below lo dropped, one in [lo, hi) checked
+-- exactly. The estimate of a pair whose Jaccard is J counts agreeing positions out of k, a
+-- Binomial(k, J) variable; hi is the smallest estimate that a pair exactly at the threshold
+-- (hence any pair below it, less likely still) reaches with probability at most 1e-3, and lo
+-- the largest that such a pair (hence any pair above it) stays below with probability at most
+-- 1e-3. hi is 2 (nothing accepted unchecked) when even an estimate of 1 is not that rare.
+CREATE FUNCTION pgdedup.auto_band(p_threshold double precision, p_num_perm integer,
+                                  OUT lo double precision, OUT hi double precision)
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    alpha constant double precision := 1e-3;
+    k integer := p_num_perm;
+    t double precision := p_threshold;
+    lp double precision[];  -- lp[m + 1] = ln P(count = m)
+    tail double precision;
+BEGIN
+    IF t >= 1 THEN  -- only exact copies count: every candidate is checked
+        lo := 1;
+        hi := 2;
+        RETURN;
+    END IF;
+    lp := array_fill(0::double precision, ARRAY[k + 1]);
+    lp[1] := k * ln(1 - t);
+    FOR m IN 0 .. k - 1 LOOP
+        lp[m + 2] := lp[m + 1] + ln((k - m)::double precision / (m + 1)) + ln(t / (1 - t));
+    END LOOP;
+    hi := 2;
+    tail := 0;
+    FOR m IN REVERSE k .. 0 LOOP
+        tail := tail + exp(greatest(lp[m + 1], -700));  -- exp() raises on underflow
+        EXIT WHEN tail > alpha;
+        hi := m::double precision / k;
+    END LOOP;
+    lo := 0;
+    tail := 0;
+    FOR m IN 0 .. k LOOP
+        tail := tail + exp(greatest(lp[m + 1], -700));  -- exp() raises on underflow
+        EXIT WHEN tail > alpha;
+        lo := (m + 1)::double precision / k;
+    END LOOP;
+END $$;
+
+-- Raised by auto edges for an ambiguous pair that has no exact check yet (SQL cannot shingle).
+CREATE FUNCTION pgdedup.no_exact_check(p_collection_id integer) RETURNS double precision
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RAISE EXCEPTION 'collection "%" has candidate pairs whose estimate is too close to the threshold to decide and that have not been checked exactly yet',
+        (SELECT c.name FROM pgdedup.collections c WHERE c.collection_id = p_collection_id)
+        USING ERRCODE = 'PD004',
+              HINT = 'pgdedup dedupe/pairs --verify auto checks them (the SQL functions cannot: exact Jaccard needs the Python shingler)';
+END $$;
+
+-- Every candidate pair with its estimate and the two texts' hashes.
+CREATE FUNCTION pgdedup.estimated_pairs(p_collection_id integer, p_max_bucket integer, p_ranked boolean)
+RETURNS TABLE (row_a bigint, row_b bigint, text_a bigint, text_b bigint, estimate double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT p.row_a, p.row_b, a.text_hash, b.text_hash, pgdedup.similarity(a.signature, b.signature)
+    FROM pgdedup.candidate_pairs(p_collection_id, p_max_bucket, p_ranked) p
+    JOIN pgdedup.signatures a ON a.collection_id = p_collection_id AND a.row_id = p.row_a
+    JOIN pgdedup.signatures b ON b.collection_id = p_collection_id AND b.row_id = p.row_b
+$$;
+
+-- Candidate pairs that verify "auto" accepts: the estimate where it is outside the ambiguous
+-- band, else the stored exact Jaccard (pgdedup.no_exact_check raises where there is none); at
+-- or above p_threshold.
+CREATE FUNCTION pgdedup.auto_pairs(p_collection_id integer, p_threshold double precision,
+                                   p_max_bucket integer, p_ranked boolean)
+RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
+LANGUAGE sql STABLE AS $$
+    WITH band AS (
+        SELECT b.lo, b.hi FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) b
+        WHERE c.collection_id = p_collection_id
+    )
+    SELECT v.row_a, v.row_b, v.similarity FROM (
+        SELECT e.row_a, e.row_b,
+               CASE WHEN e.estimate >= band.hi THEN e.estimate
+                    WHEN e.estimate >= band.lo THEN coalesce(
+                        (SELECT ch.similarity FROM pgdedup.checked ch
+                         WHERE ch.collection_id = p_collection_id
+                           AND ch.text_a = least(e.text_a, e.text_b) AND ch.text_b = greatest(e.text_a, e.text_b)),
+                        pgdedup.no_exact_check(p_collection_id))
+                    ELSE 0 END AS similarity
+        FROM band, pgdedup.estimated_pairs(p_collection_id, p_max_bucket, p_ranked) e
+        WHERE e.estimate >= band.lo
+    ) v
+    WHERE v.similarity >= p_threshold
+$$;
+
+-- The ambiguous candidate pairs that have no exact check yet: what verify "auto" must check
+-- (by the Python side) before auto_pairs can answer.
+CREATE FUNCTION pgdedup.unchecked_pairs(p_collection_id integer, p_threshold double precision,
+                                        p_max_bucket integer, p_ranked boolean)
+RETURNS TABLE (row_a bigint, row_b bigint, text_a bigint, text_b bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT e.row_a, e.row_b, least(e.text_a, e.text_b), greatest(e.text_a, e.text_b)
+    FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) band,
+         pgdedup.estimated_pairs(p_collection_id, p_max_bucket, p_ranked) e
+    WHERE c.collection_id = p_collection_id AND e.estimate >= band.lo AND e.estimate < band.hi
+      AND NOT EXISTS (SELECT 1 FROM pgdedup.checked ch
+                      WHERE ch.collection_id = p_collection_id
+                        AND ch.text_a = least(e.text_a, e.text_b) AND ch.text_b = greatest(e.text_a, e.text_b))
+$$;
+
+-- The arguments the dedupe functions share, as in revision 3, with verify "auto".
+CREATE OR REPLACE FUNCTION pgdedup.check_args(p_threshold double precision, p_max_bucket integer DEFAULT 100,
+                                              p_verify text DEFAULT 'estimate', p_limit integer DEFAULT 1)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_threshold IS NOT NULL AND NOT (p_threshold > 0 AND p_threshold <= 1) THEN  -- NaN fails too
+        RAISE EXCEPTION 'threshold must be in (0, 1], not %', p_threshold USING ERRCODE = 'PD003';
+    END IF;
+    IF p_max_bucket IS NULL OR p_max_bucket < 1 THEN
+        RAISE EXCEPTION 'max_bucket must be a positive integer, not %', coalesce(p_max_bucket::text, 'NULL')
+            USING ERRCODE = 'PD003';
+    END IF;
+    IF p_verify IS NULL OR p_verify NOT IN ('estimate', 'auto', 'exact') THEN
+        RAISE EXCEPTION 'verify must be estimate, auto or exact, not %', coalesce(p_verify, 'NULL')
+            USING ERRCODE = 'PD003';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION 'limit must be a positive integer, not %', coalesce(p_limit::text, 'NULL')
+            USING ERRCODE = 'PD003';
+    END IF;
+END $$;
+
+-- Edges, as in revision 4, with verify "auto" (auto_pairs).
+CREATE OR REPLACE FUNCTION pgdedup.edges(p_collection_id integer, p_threshold double precision DEFAULT NULL,
+                                         p_max_bucket integer DEFAULT 100, p_verify text DEFAULT 'estimate',
+                                         p_ranked boolean DEFAULT false)
+RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    t double precision := coalesce(p_threshold,
+        (SELECT c.threshold FROM pgdedup.collections c WHERE c.collection_id = p_collection_id));
+BEGIN
+    PERFORM pgdedup.check_args(p_threshold, p_max_bucket, p_verify);
+    IF p_verify = 'estimate' THEN
+        RETURN QUERY SELECT * FROM pgdedup.verified_pairs(p_collection_id, t, p_max_bucket, p_ranked);
+    ELSIF p_verify = 'auto' THEN
+        RETURN QUERY SELECT * FROM pgdedup.auto_pairs(p_collection_id, t, p_max_bucket, p_ranked);
+    ELSE
+        IF NOT p_ranked THEN  -- decide() checks the ranked ones against its keep order
+            PERFORM pgdedup.check_exact_pairs(p_collection_id, p_threshold, p_max_bucket, false, NULL);
+        END IF;
+        RETURN QUERY SELECT e.row_a, e.row_b, e.similarity FROM pgdedup.exact_pairs e
+                     WHERE e.collection_id = p_collection_id AND e.similarity >= t;
+    END IF;
+END $$;
+
+SELECT pgdedup.pin_search_paths();

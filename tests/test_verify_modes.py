@@ -1,0 +1,116 @@
+"""The three verify modes on pairs the estimate gets wrong, judged by exact Jaccard from the
+reference shingler (tests/reference.py), not by pgdedup's own exact path.
+
+* a pair just *below* the threshold whose estimate is above it: estimate keeps it, auto and
+  exact drop it;
+* a pair just *above* the threshold whose estimate is below it: estimate drops it, auto and
+  exact keep it, with its exact similarity;
+* a pair far above the threshold is accepted by auto on its estimate, without a check.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import psycopg
+import pytest
+
+import pgdedup
+
+from planted import edit, story
+from reference import ref_jaccard, ref_word_shingles
+
+T = 0.8
+PARAMS = pgdedup.Params(threshold=T, num_perm=128)
+
+
+def _estimate(a: str, b: str) -> float:
+    signed = pgdedup.sign_texts([a, b], PARAMS)
+    return float((signed.signature(0) == signed.signature(1)).mean())
+
+
+def _band(t: float, k: int, alpha: float = 1e-3) -> tuple[float, float]:
+    """The ambiguous band from the binomial distribution, computed here independently."""
+    pmf = [math.comb(k, m) * t ** m * (1 - t) ** (k - m) for m in range(k + 1)]
+    hi = next(m for m in range(k + 1) if sum(pmf[m:]) <= alpha) / k
+    lo = max((m + 1 for m in range(k + 1) if sum(pmf[:m + 1]) <= alpha), default=0) / k
+    return lo, hi
+
+
+LO, HI = _band(T, 128)
+
+
+def _find(rng: random.Random, want: str) -> tuple[str, str, float, float]:
+    """A base story and an edited copy whose exact Jaccard and estimate fall as ``want`` says."""
+    for _ in range(20000):
+        base = story(rng, 200)
+        copy = edit(rng, base, rng.randrange(3, 9))
+        a, b = " ".join(base), " ".join(copy)
+        j = ref_jaccard(ref_word_shingles(a), ref_word_shingles(b))
+        est = _estimate(a, b)
+        if ((want == "below" and j < T <= est < HI) or (want == "above" and LO <= est < T <= j)
+                or (want == "clear" and est >= HI and j >= T)):
+            return a, b, j, est
+    raise AssertionError(f"no {want} pair found")
+
+
+@pytest.fixture
+def cases(conn, dsn):
+    rng = random.Random(2026)
+    found = {want: _find(rng, want) for want in ("below", "above", "clear")}
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    ids = {}
+    for n, (want, (a, b, j, est)) in enumerate(found.items()):
+        conn.execute("INSERT INTO docs VALUES (%s, %s, 0), (%s, %s, 1)", (10 * n + 1, a, 10 * n + 2, b))
+        ids[want] = (str(10 * n + 1), str(10 * n + 2), j, est)
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    return ids
+
+
+def _pairs(dsn: str, verify: str) -> dict[tuple[str, str], float]:
+    return {tuple(sorted((a, b))): s for a, b, s in pgdedup.pairs("docs", verify=verify, dsn=dsn)}
+
+
+def test_the_band_is_the_binomial_one(conn, dsn):
+    pgdedup.migrate(dsn)
+    for t, k in ((0.8, 128), (0.5, 64), (0.95, 256), (0.3, 16)):
+        lo, hi = conn.execute("SELECT lo, hi FROM pgdedup.auto_band(%s, %s)", (t, k)).fetchone()
+        assert (lo, hi) == pytest.approx(_band(t, k))
+    assert conn.execute("SELECT hi FROM pgdedup.auto_band(0.999, 128)").fetchone()[0] == 2  # never unchecked
+
+
+def test_pairs_in_each_mode(conn, dsn, cases):
+    below, above, clear = (cases[w] for w in ("below", "above", "clear"))
+    estimate, auto, exact = (_pairs(dsn, v) for v in ("estimate", "auto", "exact"))
+    assert below[:2] in estimate and above[:2] not in estimate
+    for found in (auto, exact):
+        assert below[:2] not in found
+        assert found[above[:2]] == pytest.approx(above[2], abs=1e-12)  # the exact Jaccard
+    assert auto[clear[:2]] == pytest.approx(clear[3])  # accepted on its estimate
+    assert exact[clear[:2]] == pytest.approx(clear[2], abs=1e-12)
+    checked = {tuple(r) for r in conn.execute(
+        "SELECT a.row_key, b.row_key FROM pgdedup.checked c "
+        "JOIN pgdedup.signatures a ON a.collection_id = c.collection_id AND a.text_hash = c.text_a "
+        "JOIN pgdedup.signatures b ON b.collection_id = c.collection_id AND b.text_hash = c.text_b")}
+    assert {tuple(sorted(p)) for p in checked} == {below[:2], above[:2]}, "only the ambiguous pairs were read again"
+
+
+def test_dedupe_in_each_mode(conn, dsn, cases):
+    below, above = cases["below"], cases["above"]
+    for verify, marked in (("estimate", {below[1]}), ("auto", {above[1]}), ("exact", {above[1]})):
+        result = pgdedup.dedupe("docs", keep_order="n, id", verify=verify, dsn=dsn)
+        assert result.kind == "full"
+        rows = conn.execute("SELECT id::text FROM docs WHERE duplicate_of IS NOT NULL").fetchall()
+        assert {r[0] for r in rows} - {cases["clear"][1]} == marked, verify
+
+
+def test_sql_needs_the_checks_made(conn, dsn, cases):
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute("SELECT * FROM pgdedup.pairs('docs', NULL, 'auto')").fetchall()
+    assert err.value.sqlstate == "PD004" and "checked exactly" in str(err.value)
+    assert "--verify auto" in err.value.diag.message_hint
+    pgdedup.pairs("docs", verify="auto", dsn=dsn)  # a generator: nothing happens until read
+    list(pgdedup.pairs("docs", verify="auto", dsn=dsn))
+    sql_auto = {tuple(sorted(r[:2])) for r in conn.execute("SELECT * FROM pgdedup.pairs('docs', NULL, 'auto')")}
+    assert sql_auto == set(_pairs(dsn, "auto"))
