@@ -9,11 +9,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from psycopg import sql
+
 from .collections import get
 from .connection import Db, session
 from .db import table_columns
 from .errors import InvalidArgument, translated
-from .exact import check_ambiguous, verify_exact
+from .exact import store_checks, verify_exact
 
 
 @dataclass
@@ -47,7 +49,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     with exact Jaccard from the source text first; ``verify="auto"`` only those whose estimate
     is too close to the threshold to decide (see ``exact``).
 
-    A later run with the same settings (by estimate; "auto" and "exact" runs are full) is incremental: it re-examines only the
+    A later run with the same settings (by estimate or auto; "exact" runs are full) is incremental: it re-examines only the
     rows that changed since (as logged by ``index``) and those connected to them through
     candidate edges, and stores exactly the marks a full run would (``pgdedup.update_duplicates``
     in sql/0006; docs/features.md says why). ``full`` forces a full run.
@@ -86,17 +88,18 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-        if verify == "estimate":
-            row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s)",
-                               (name, alter, threshold, keep_order, column, max_bucket, full)).fetchone()
+        if verify != "exact":
+            while True:  # auto: check the ambiguous pairs the decision meets, then decide again
+                row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
+                                   (name, alter, threshold, keep_order, column, max_bucket, full, verify)).fetchone()
+                if row[0] != "unchecked":
+                    break
+                store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
-        if verify == "exact":
-            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
-        else:
-            check_ambiguous(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+        verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

@@ -98,22 +98,25 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
 
 
 def check_ambiguous(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
-                    max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None) -> int:
-    """For verify "auto": store in ``pgdedup.checked`` the exact Jaccard of every candidate pair
-    whose estimate is in the ambiguous band (``pgdedup.auto_band``) and has none yet; returns how
-    many were checked. Candidates are those of ``verify_exact`` (``ranked``: dedupe's).
-
-    Checks are kept per pair of texts and stay valid while the texts exist, so a later run
-    checks only pairs it has not seen. Runs in the caller's transaction (which should hold the
-    collection's lock).
-    """
+                    max_bucket: int = 100) -> int:
+    """For ``pairs(verify="auto")``: ``store_checks`` of every candidate pair whose estimate is in
+    the ambiguous band (``pgdedup.auto_band``) and has no exact check yet; returns how many.
+    (``dedupe`` gets its pairs to check from ``pgdedup.update_duplicates`` instead.)"""
     t = coll.params.threshold if threshold is None else threshold
-    if ranked:
-        conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order))
+    return store_checks(conn, coll, sql.SQL("SELECT row_a, row_b, text_a, text_b FROM pgdedup.unchecked_pairs({}, {}, {}, false)")
+                        .format(sql.Literal(coll.id), sql.Literal(t), sql.Literal(max_bucket)))
+
+
+def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable) -> int:
+    """Store in ``pgdedup.checked`` the exact Jaccard of the pairs of texts that query ``pairs``
+    returns as (row_a, row_b, text_a, text_b), text_a < text_b (each pair of texts once);
+    returns how many. Checks are kept per pair of texts and stay valid while the collection
+    keeps its settings, so later runs check only pairs they have not seen. Runs in the
+    caller's transaction (which should hold the collection's lock).
+    """
     checked = 0
     with conn.cursor(name="pgdedup_ambiguous") as cur:
-        cur.execute("SELECT row_a, row_b, text_a, text_b FROM pgdedup.unchecked_pairs(%s, %s, %s, %s) ORDER BY row_a",
-                    (coll.id, t, max_bucket, ranked))
+        cur.execute(sql.SQL("SELECT DISTINCT ON (text_a, text_b) * FROM ({}) p ORDER BY text_a, text_b").format(pairs))
         for batch in _jaccards(conn, coll, cur):
             with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
                            binary=False) as copy:

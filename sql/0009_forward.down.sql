@@ -2,7 +2,8 @@
 -- functions 0009 replaced (walk, decide_changes, update_duplicates, record_result) from
 -- 0006_living.sql itself, and pins their search_path.
 DROP FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean);
-DROP FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint);
+DROP FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint, text);
+DROP FUNCTION pgdedup.judge_pairs(integer, double precision, text);
 DROP FUNCTION pgdedup.walk();
 DROP FUNCTION pgdedup.store_leaders(integer, text, integer);
 DROP TABLE pgdedup.leaders;

@@ -122,6 +122,18 @@ BEGIN
     DROP TABLE pg_temp.pgdedup_fixed;
 END $$;
 
+-- Turn the candidate pairs of one closure step (pg_temp.pgdedup_step_pairs: frontier text fh and
+-- its representative row frow, neighbour text mh and mrow, estimate) into edges (appended to
+-- pg_temp.pgdedup_edges as h1 = fh, h2 = mh, similarity): by estimate, those at or above the
+-- threshold. A later revision judges other verify modes here.
+CREATE FUNCTION pgdedup.judge_pairs(p_collection_id integer, p_threshold double precision, p_verify text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pg_temp.pgdedup_edges
+        SELECT s.fh, s.mh, s.estimate FROM pg_temp.pgdedup_step_pairs s WHERE s.estimate >= p_threshold;
+END $$;
+
 -- The incremental decision ----------------------------------------------------------------------
 
 -- Decide again only what the changes logged after p_since can alter, into pg_temp.pgdedup_marks,
@@ -147,6 +159,7 @@ END $$;
 DROP FUNCTION pgdedup.decide_changes(integer, double precision, text, integer, bigint);
 CREATE FUNCTION pgdedup.decide_changes(p_collection_id integer, p_target text, p_threshold double precision,
                                        p_keep_order text, p_max_bucket integer, p_since bigint,
+                                       p_verify text DEFAULT 'estimate',
                                        OUT texts bigint, OUT rows_examined bigint)
 LANGUAGE plpgsql SET work_mem = '256MB' AS $$
 DECLARE
@@ -258,9 +271,10 @@ BEGIN
         ANALYZE pg_temp.pgdedup_leaders;
         -- candidate pairs of the frontier's texts, each once: in a bucket of at most p_max_bucket
         -- texts every member; in a larger one every member for a leader, else only the leaders
-        INSERT INTO pg_temp.pgdedup_edges
-            SELECT * FROM (
-                SELECT p.fh, p.mh, pgdedup.similarity(gf.signature, gm.signature) AS similarity
+        -- (with their representative rows and estimates), judged into edges by judge_pairs
+        DROP TABLE IF EXISTS pg_temp.pgdedup_step_pairs;
+        CREATE TEMP TABLE pgdedup_step_pairs ON COMMIT DROP AS
+                SELECT p.fh, p.frow, p.mh, p.mrow, pgdedup.similarity(gf.signature, gm.signature) AS estimate
                 FROM (
                     SELECT f.text_hash AS fh, f.row_id AS frow, m.text_hash AS mh, m.row_id AS mrow
                     FROM pg_temp.pgdedup_frontier f
@@ -283,9 +297,8 @@ BEGIN
                                                     AND m.text_hash = l.text_hash
                 ) p
                 JOIN pgdedup.signatures gf ON gf.collection_id = cid AND gf.row_id = p.frow
-                JOIN pgdedup.signatures gm ON gm.collection_id = cid AND gm.row_id = p.mrow
-            ) e
-            WHERE e.similarity >= t;
+                JOIN pgdedup.signatures gm ON gm.collection_id = cid AND gm.row_id = p.mrow;
+        PERFORM pgdedup.judge_pairs(cid, t, p_verify);
         -- where the frontier's new neighbours stand in keep order (ranks among these texts' rows)
         DROP TABLE IF EXISTS pg_temp.pgdedup_step, pg_temp.pgdedup_span;
         CREATE TEMP TABLE pgdedup_step ON COMMIT DROP AS
@@ -411,8 +424,12 @@ BEGIN
     END LOOP;
 END $$;
 SELECT pgdedup.pin_search_paths();
-ALTER FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint)
+ALTER FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint, text)
     SET client_min_messages = warning;
 -- The incremental path runs many small statements over temp tables without statistics; their
 -- cost estimates are large enough to trigger JIT compilation, which then takes most of the time.
-ALTER FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint) SET jit = off;
+ALTER FUNCTION pgdedup.decide_changes(integer, text, double precision, text, integer, bigint, text) SET jit = off;
+-- CREATE OR REPLACE reset update_duplicates' settings of revision 6: put them back
+ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean)
+    SET client_min_messages = warning;
+ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean) SET jit = off;

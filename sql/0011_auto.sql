@@ -172,4 +172,123 @@ BEGIN
     END IF;
 END $$;
 
+-- The incremental decision's judgement of a closure step, as in revision 9, with verify "auto":
+-- an estimate at or above the band's top is an edge; one in the band is an edge if the pair's
+-- stored exact Jaccard reaches the threshold, and a pair with no exact check yet goes to
+-- pg_temp.pgdedup_unchecked (row_a, row_b, text_a, text_b) for the Python side to check
+-- (update_duplicates then stops and asks for them).
+CREATE OR REPLACE FUNCTION pgdedup.judge_pairs(p_collection_id integer, p_threshold double precision,
+                                               p_verify text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    band record;
+BEGIN
+    IF p_verify <> 'auto' THEN
+        INSERT INTO pg_temp.pgdedup_edges
+            SELECT s.fh, s.mh, s.estimate FROM pg_temp.pgdedup_step_pairs s WHERE s.estimate >= p_threshold;
+        RETURN;
+    END IF;
+    SELECT b.lo, b.hi INTO band FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) b
+    WHERE c.collection_id = p_collection_id;
+    INSERT INTO pg_temp.pgdedup_unchecked
+        SELECT s.frow, s.mrow, least(s.fh, s.mh), greatest(s.fh, s.mh) FROM pg_temp.pgdedup_step_pairs s
+        WHERE s.estimate >= band.lo AND s.estimate < band.hi
+          AND NOT EXISTS (SELECT 1 FROM pgdedup.checked ch
+                          WHERE ch.collection_id = p_collection_id
+                            AND ch.text_a = least(s.fh, s.mh) AND ch.text_b = greatest(s.fh, s.mh));
+    INSERT INTO pg_temp.pgdedup_edges
+        SELECT s.fh, s.mh, CASE WHEN s.estimate >= band.hi THEN s.estimate ELSE ch.similarity END
+        FROM pg_temp.pgdedup_step_pairs s
+        LEFT JOIN pgdedup.checked ch ON ch.collection_id = p_collection_id AND s.estimate < band.hi
+                                    AND ch.text_a = least(s.fh, s.mh) AND ch.text_b = greatest(s.fh, s.mh)
+        WHERE s.estimate >= band.hi OR (s.estimate >= band.lo AND ch.similarity >= p_threshold);
+END $$;
+
+-- Bring one target up to date, as in revision 9, by estimate or by verify "auto". An auto run
+-- needs the exact Jaccard of the ambiguous pairs it meets: when some have none yet, it writes
+-- nothing, leaves them in pg_temp.pgdedup_unchecked (row_a, row_b, text_a, text_b) and returns
+-- the single row ('unchecked', their number, 0, 0); the caller checks them (pgdedup.checked)
+-- and calls again in the same transaction. A result is incremental only for the same verify mode.
+DROP FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean);
+CREATE FUNCTION pgdedup.update_duplicates(p_collection text, p_alter boolean DEFAULT true,
+                                          p_threshold double precision DEFAULT NULL, p_keep_order text DEFAULT NULL,
+                                          p_column text DEFAULT 'duplicate_of', p_max_bucket integer DEFAULT 100,
+                                          p_full boolean DEFAULT false, p_verify text DEFAULT 'estimate')
+RETURNS TABLE (kind text, rows_examined bigint, duplicates bigint, groups bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cid integer := pgdedup.collection_id(p_collection);
+    c pgdedup.collections;
+    tgt text := CASE WHEN p_alter THEN 'column' ELSE 'view' END;
+    prev pgdedup.results;
+    started timestamptz := clock_timestamp();
+    ord text;
+    region record;
+BEGIN
+    PERFORM pgdedup.check_args(p_threshold, p_max_bucket, p_verify);
+    IF p_verify = 'exact' THEN
+        RAISE EXCEPTION 'update_duplicates decides by estimate or auto; an exact run is mark_duplicates or find_duplicates after pgdedup''s exact check'
+            USING ERRCODE = 'PD003';
+    END IF;
+    ord := pgdedup.keep_order_sql(cid, p_keep_order);
+    IF p_alter THEN
+        PERFORM pgdedup.prepare_mark_column(p_collection, p_column);
+    END IF;
+    PERFORM pgdedup.lock_collection(cid);
+    DROP TABLE IF EXISTS pg_temp.pgdedup_unchecked;
+    CREATE TEMP TABLE pgdedup_unchecked (row_a bigint, row_b bigint, text_a bigint, text_b bigint) ON COMMIT DROP;
+    SELECT * INTO c FROM pgdedup.collections WHERE collection_id = cid;
+    SELECT * INTO prev FROM pgdedup.results r WHERE r.collection_id = cid AND r.target = tgt;
+    IF p_full OR prev IS NULL OR prev.change_seq IS NULL OR prev.verify <> p_verify OR NOT prev.ranked
+       OR NOT prev.leaders OR prev.threshold <> coalesce(p_threshold, c.threshold)
+       OR prev.max_bucket <> p_max_bucket OR prev.keep_order IS DISTINCT FROM ord THEN
+        IF p_verify = 'auto' THEN
+            PERFORM pgdedup.rank_rows(cid, p_keep_order);
+            INSERT INTO pg_temp.pgdedup_unchecked
+                SELECT * FROM pgdedup.unchecked_pairs(cid, coalesce(p_threshold, c.threshold), p_max_bucket, true);
+            IF FOUND THEN
+                RETURN QUERY SELECT 'unchecked', count(*), 0::bigint, 0::bigint FROM pg_temp.pgdedup_unchecked;
+                RETURN;
+            END IF;
+        END IF;
+        IF p_alter THEN
+            RETURN QUERY SELECT 'full', m.* FROM pgdedup.mark_duplicates(p_collection, p_threshold, p_keep_order,
+                                                                        p_column, p_max_bucket, p_verify) m;
+        ELSE
+            RETURN QUERY SELECT 'full', f.* FROM pgdedup.find_duplicates(p_collection, p_threshold, p_keep_order,
+                                                                        p_max_bucket, p_verify) f;
+            PERFORM pgdedup.prune_changes(cid);
+        END IF;
+        PERFORM pgdedup.store_leaders(cid, tgt, p_max_bucket);
+        RETURN;
+    END IF;
+    region := pgdedup.decide_changes(cid, tgt, p_threshold, p_keep_order, p_max_bucket, prev.change_seq, p_verify);
+    IF EXISTS (SELECT 1 FROM pg_temp.pgdedup_unchecked) THEN
+        RETURN QUERY SELECT 'unchecked', count(*), 0::bigint, 0::bigint FROM pg_temp.pgdedup_unchecked;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT 'incremental', s.* FROM pgdedup.store_changes(cid, tgt, p_threshold, ord, p_max_bucket,
+                                                                      started, region.texts) s;
+    -- store_changes records a result by estimate: record the mode that decided it
+    UPDATE pgdedup.results r SET verify = p_verify WHERE r.collection_id = cid AND r.target = tgt;
+    -- only the touched buckets can have other leaders now
+    DELETE FROM pgdedup.leaders l USING pg_temp.pgdedup_touched k
+    WHERE l.collection_id = cid AND l.target = tgt AND l.band = k.band AND l.bucket = k.bucket;
+    INSERT INTO pgdedup.leaders (collection_id, target, band, bucket, text_hash)
+        SELECT cid, tgt, l.band, l.bucket, l.text_hash
+        FROM pg_temp.pgdedup_leaders l JOIN pg_temp.pgdedup_touched k ON k.band = l.band AND k.bucket = l.bucket;
+    UPDATE pgdedup.results r SET leaders = true WHERE r.collection_id = cid AND r.target = tgt;
+    IF p_alter THEN
+        PERFORM pgdedup.write_marks(cid, true);
+    END IF;
+    PERFORM pgdedup.prune_changes(cid);
+END $$;
+
 SELECT pgdedup.pin_search_paths();
+ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean, text)
+    SET client_min_messages = warning;
+-- many small statements over temp tables without statistics: JIT would take most of the time
+ALTER FUNCTION pgdedup.update_duplicates(text, boolean, double precision, text, text, integer, boolean, text)
+    SET jit = off;
