@@ -42,11 +42,11 @@ def _threshold(p: argparse.ArgumentParser, default_help: str) -> None:
     p.add_argument("--threshold", type=float, help=f"Jaccard similarity threshold ({default_help})")
 
 
-def _verify(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--verify", choices=("estimate", "auto", "exact"), default="estimate",
-                   help="keep pairs by signature estimate (default); auto: re-read from the source text and "
+def _verify(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--verify", choices=("estimate", "auto", "exact"), default=default,
+                   help="estimate: keep pairs by signature estimate; auto: re-read from the source text and "
                         "check with exact Jaccard only the pairs whose estimate is too close to the threshold "
-                        "to decide; exact: check every candidate (precision 1.0)")
+                        "to decide; exact: check every candidate (precision 1.0). Default: %(default)s")
 
 
 def _max_bucket(p: argparse.ArgumentParser) -> None:
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-alter", action="store_true",
                    help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
     _max_bucket(p)
-    _verify(p)
+    _verify(p, "auto")
     p.add_argument("--full", action="store_true", help="decide every row again (default: after a run with the "
                    "same settings, only what changed since, with the same result)")
     _add_dsn(p)
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     _threshold(p, "default: the collection's")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
     _max_bucket(p)
-    _verify(p)
+    _verify(p, "estimate")
     _add_dsn(p)
 
     p = sub.add_parser("similar", help="rows similar to a row (--key) or to a text (--text)")

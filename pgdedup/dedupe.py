@@ -38,16 +38,17 @@ class DedupeResult:
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
            column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100,
-           verify: str = "estimate", full: bool = False, dsn: Db = None) -> DedupeResult:
+           verify: str = "auto", full: bool = False, dsn: Db = None) -> DedupeResult:
     """Mark near-duplicates of collection ``name``.
 
     ``alter=True`` adds/fills ``column`` in the source table (NULL = kept, else the kept row's key);
     ``alter=False`` leaves the source table alone and writes ``pgdedup.duplicates`` plus a view
     ``pgdedup."<name>_duplicates"`` of the source rows with their marks.
     ``keep_order`` is an ORDER BY list of source columns (e.g. ``"published_at, feed_item_id"``);
-    the first row of a group in that order is kept. ``verify="exact"`` re-checks candidates
-    with exact Jaccard from the source text first; ``verify="auto"`` only those whose estimate
-    is too close to the threshold to decide (see ``exact``).
+    the first row of a group in that order is kept. ``verify="auto"`` (the default) decides a
+    candidate by its estimate where that is far enough from the threshold and re-reads the
+    source text of the others to decide them by exact Jaccard; ``"exact"`` re-checks every
+    candidate; ``"estimate"`` trusts every estimate (see ``exact``).
 
     A later run with the same settings (by estimate or auto; "exact" runs are full) is incremental: it re-examines only the
     rows that changed since (as logged by ``index``) and those connected to them through

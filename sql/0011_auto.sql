@@ -85,29 +85,39 @@ $$;
 
 -- Candidate pairs that verify "auto" accepts: the estimate where it is outside the ambiguous
 -- band, else the stored exact Jaccard (pgdedup.no_exact_check raises where there is none); at
--- or above p_threshold.
+-- or above p_threshold. The candidates and their estimates come from pg_temp.pgdedup_estimated
+-- when update_duplicates has just computed them there (for the same decision), else afresh.
 CREATE FUNCTION pgdedup.auto_pairs(p_collection_id integer, p_threshold double precision,
                                    p_max_bucket integer, p_ranked boolean)
 RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
-LANGUAGE sql STABLE AS $$
-    WITH band AS (
-        SELECT b.lo, b.hi FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) b
-        WHERE c.collection_id = p_collection_id
-    )
-    SELECT v.row_a, v.row_b, v.similarity FROM (
-        SELECT e.row_a, e.row_b,
-               CASE WHEN e.estimate >= band.hi THEN e.estimate
-                    WHEN e.estimate >= band.lo THEN coalesce(
-                        (SELECT ch.similarity FROM pgdedup.checked ch
-                         WHERE ch.collection_id = p_collection_id
-                           AND ch.text_a = least(e.text_a, e.text_b) AND ch.text_b = greatest(e.text_a, e.text_b)),
-                        pgdedup.no_exact_check(p_collection_id))
-                    ELSE 0 END AS similarity
-        FROM band, pgdedup.estimated_pairs(p_collection_id, p_max_bucket, p_ranked) e
-        WHERE e.estimate >= band.lo
-    ) v
-    WHERE v.similarity >= p_threshold
-$$;
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    band record;
+    source text := 'pgdedup.estimated_pairs($1, $3, $4)';
+BEGIN
+    IF p_ranked AND to_regclass('pg_temp.pgdedup_estimated_for') IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM pg_temp.pgdedup_estimated_for f
+                   WHERE f.collection_id = p_collection_id AND f.max_bucket = p_max_bucket) THEN
+            source := 'pg_temp.pgdedup_estimated';
+        END IF;
+    END IF;
+    SELECT b.lo, b.hi INTO band FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) b
+    WHERE c.collection_id = p_collection_id;
+    RETURN QUERY EXECUTE format(
+        'SELECT v.row_a, v.row_b, v.similarity FROM (
+             SELECT e.row_a, e.row_b,
+                    CASE WHEN e.estimate >= $6 THEN e.estimate
+                         ELSE coalesce((SELECT ch.similarity FROM pgdedup.checked ch
+                                        WHERE ch.collection_id = $1 AND ch.text_a = least(e.text_a, e.text_b)
+                                          AND ch.text_b = greatest(e.text_a, e.text_b)),
+                                       pgdedup.no_exact_check($1)) END AS similarity
+             FROM %s e
+             WHERE e.estimate >= $5
+         ) v
+         WHERE v.similarity >= $2', source)
+        USING p_collection_id, p_threshold, p_max_bucket, p_ranked, band.lo, band.hi;
+END $$;
 
 -- The ambiguous candidate pairs that have no exact check yet: what verify "auto" must check
 -- (by the Python side) before auto_pairs can answer.
@@ -226,6 +236,7 @@ DECLARE
     started timestamptz := clock_timestamp();
     ord text;
     region record;
+    reuse boolean;
 BEGIN
     PERFORM pgdedup.check_args(p_threshold, p_max_bucket, p_verify);
     IF p_verify = 'exact' THEN
@@ -244,10 +255,28 @@ BEGIN
     IF p_full OR prev IS NULL OR prev.change_seq IS NULL OR prev.verify <> p_verify OR NOT prev.ranked
        OR NOT prev.leaders OR prev.threshold <> coalesce(p_threshold, c.threshold)
        OR prev.max_bucket <> p_max_bucket OR prev.keep_order IS DISTINCT FROM ord THEN
-        IF p_verify = 'auto' THEN
-            PERFORM pgdedup.rank_rows(cid, p_keep_order);
+        IF p_verify = 'auto' THEN  -- candidates once: kept for the call after the checks, and the decision
+            reuse := to_regclass('pg_temp.pgdedup_estimated_for') IS NOT NULL;
+            IF reuse THEN  -- (a separate statement: the table may not exist)
+                reuse := EXISTS (SELECT 1 FROM pg_temp.pgdedup_estimated_for f
+                                 WHERE f.collection_id = cid AND f.max_bucket = p_max_bucket AND f.keep_order = ord);
+            END IF;
+            IF NOT reuse THEN
+                DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;
+                PERFORM pgdedup.rank_rows(cid, p_keep_order);
+                CREATE TEMP TABLE pgdedup_estimated ON COMMIT DROP AS
+                    SELECT * FROM pgdedup.estimated_pairs(cid, p_max_bucket, true);
+                CREATE TEMP TABLE pgdedup_estimated_for ON COMMIT DROP AS
+                    SELECT cid AS collection_id, p_max_bucket AS max_bucket, ord AS keep_order;
+            END IF;
             INSERT INTO pg_temp.pgdedup_unchecked
-                SELECT * FROM pgdedup.unchecked_pairs(cid, coalesce(p_threshold, c.threshold), p_max_bucket, true);
+                SELECT e.row_a, e.row_b, least(e.text_a, e.text_b), greatest(e.text_a, e.text_b)
+                FROM pg_temp.pgdedup_estimated e,
+                     pgdedup.auto_band(coalesce(p_threshold, c.threshold), c.num_perm) band
+                WHERE e.estimate >= band.lo AND e.estimate < band.hi
+                  AND NOT EXISTS (SELECT 1 FROM pgdedup.checked ch
+                                  WHERE ch.collection_id = cid AND ch.text_a = least(e.text_a, e.text_b)
+                                    AND ch.text_b = greatest(e.text_a, e.text_b));
             IF FOUND THEN
                 RETURN QUERY SELECT 'unchecked', count(*), 0::bigint, 0::bigint FROM pg_temp.pgdedup_unchecked;
                 RETURN;
@@ -262,6 +291,7 @@ BEGIN
             PERFORM pgdedup.prune_changes(cid);
         END IF;
         PERFORM pgdedup.store_leaders(cid, tgt, p_max_bucket);
+        DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;  -- used up
         RETURN;
     END IF;
     region := pgdedup.decide_changes(cid, tgt, p_threshold, p_keep_order, p_max_bucket, prev.change_seq, p_verify);

@@ -44,7 +44,7 @@ def _marks_column(conn) -> dict[int, int | None]:
     return dict(conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall())
 
 
-def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int, verify: str = "estimate") -> dict[int, int | None]:
+def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int, verify: str = "auto") -> dict[int, int | None]:
     """The oracle: a new collection over the final table, indexed and deduped from scratch."""
     conn.execute("SELECT pgdedup.drop_collection('fresh') FROM pgdedup.collections WHERE name = 'fresh'")
     conn.commit()
@@ -234,17 +234,18 @@ def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
         for i in range(1001, 1004):
             copy.write_row((i, _text(rng, 0, 1), i))
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
-    assert pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn).kind == "full"
+    by_estimate = {"keep_order": "published_at, id", "verify": "estimate", "dsn": dsn}
+    assert pgdedup.dedupe("docs", **by_estimate).kind == "full"
     conn.execute("INSERT INTO docs VALUES (2000, %s, 0)", (_text(rng, 0, 1),))  # sorts first: the new keeper
     pgdedup.index("docs", dsn=dsn, progress=False)
-    result = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    result = pgdedup.dedupe("docs", **by_estimate)
     # the new row, and the one family row after it in keep order that it has an edge to (the
     # other family rows only share buckets with it, below the threshold): not the 1,000 others
     assert result.kind == "incremental" and result.rows_examined == 2
     assert "deduped docs (incremental): 2 rows re-examined" in result.summary()
     incremental = _marks_column(conn)
     assert incremental[2000] is None and 2000 in incremental.values()  # the new row sorts first: kept
-    assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).rows_examined == 1004
+    assert pgdedup.dedupe("docs", full=True, **by_estimate).rows_examined == 1004
     assert _marks_column(conn) == incremental
 
 
