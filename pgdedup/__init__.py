@@ -1,7 +1,7 @@
 """pgdedup: near-duplicate rows of text inside PostgreSQL, with MinHash signatures and LSH bands.
 
 The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, ``similar``,
-``status``, ``drop``, ``unmark``; ``sign_texts`` computes signatures without any database.
+``status``, ``explain``, ``drop``, ``unmark``; ``sign_texts`` computes signatures without any database.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
                      RowNotFound, SchemaMismatch, SourceMissing, StaleResults, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
+from .explain import Explanation, explain
 from .handle import CollectionHandle, collection
 from .lifecycle import drop, unmark
 from .loader import IndexResult, index
@@ -19,9 +20,9 @@ from .tracking import track
 from .watch import watch
 
 __all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult",
-           "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "RowNotFound", "SchemaMismatch",
+           "Explanation", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "RowNotFound", "SchemaMismatch",
            "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation", "collection", "dedupe",
-           "downgrade", "drop", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track",
+           "downgrade", "drop", "explain", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track",
            "unmark", "watch"]
 
 

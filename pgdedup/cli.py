@@ -23,6 +23,7 @@ from . import __version__
 from . import demo as demo_mod
 from .errors import PgdedupError, message_of
 from .dedupe import dedupe
+from .explain import explain
 from .lifecycle import drop, unmark
 from .loader import DEFAULT_CHUNK, index
 from .params import Params
@@ -122,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
     _max_bucket(p)
     _verify(p, "estimate")
+    _add_dsn(p)
+
+    p = sub.add_parser("explain", help="why two rows are (or are not) near-duplicates",
+                       epilog="example: pgdedup explain feed_items 3f2a… 9c41… --json")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("key_a", metavar="KEY_A")
+    p.add_argument("key_b", metavar="KEY_B")
+    p.add_argument("--json", action="store_true", help="JSON output")
     _add_dsn(p)
 
     p = sub.add_parser("similar", help="rows similar to a row (--key) or to a text (--text)")
@@ -292,6 +301,9 @@ def run(args: argparse.Namespace) -> None:
         else:
             for k, s in rows:
                 print(f"{s:.4f}\t{k}")
+    elif args.command == "explain":
+        found = explain(args.name, args.key_a, args.key_b, dsn=args.dsn)
+        print(json.dumps(found.as_dict()) if args.json else found.summary())
     elif args.command == "track":
         on = track(args.name, on=not args.off, dsn=args.dsn)
         print(f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"

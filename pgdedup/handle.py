@@ -28,6 +28,7 @@ from . import tracking
 from .collections import Collection, get
 from .connection import Db, session
 from .dedupe import DedupeResult, dedupe
+from .explain import Explanation, explain
 from .lifecycle import unmark
 from .errors import translated
 from .loader import write_chunk
@@ -130,6 +131,10 @@ class CollectionHandle:
     def pairs(self, **options: Any) -> list[tuple[str, str, float]]:
         """``pgdedup.pairs(name, **options)`` on this connection, as a list."""
         return self._command(lambda name, dsn, **o: list(pairs(name, dsn=dsn, **o)), **options)
+
+    def explain(self, key_a: object, key_b: object) -> Explanation:
+        """``pgdedup.explain(name, key_a, key_b)`` on this connection."""
+        return self._command(lambda name, dsn: explain(name, str(key_a), str(key_b), dsn=dsn))
 
     def status(self) -> dict[str, Any]:
         """``pgdedup.status(name)`` on this connection: the collection's one row."""

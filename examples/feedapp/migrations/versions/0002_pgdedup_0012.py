@@ -1,6 +1,6 @@
-"""Take in pgdedup's newer revisions (up to 0011_auto), as an app does for each pgdedup release.
+"""Take in pgdedup's newer revisions (up to 0012_explain), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_0011
+Revision ID: 0002_pgdedup_0012
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_0011"
+revision = "0002_pgdedup_0012"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0011_auto")
+    pgdedup.migrate(op.get_bind(), "0012_explain")
 
 
 def downgrade() -> None:

@@ -1,0 +1,2 @@
+-- Undo 0012.
+DROP FUNCTION pgdedup.explain(text, anyelement, anyelement);
