@@ -259,11 +259,11 @@ def _print_tune(args: argparse.Namespace) -> None:
     print(chart(report))
     print(f"index with: pgdedup index TABLE ... --threshold {report.threshold} --num-perm {report.num_perm} "
           f"--bands {report.bands} --rows {report.rows}")
+    sims = candidate_similarities(args.name, dsn=args.dsn) if args.name else None
     if args.plot:
-        write_plot(report, args.plot)
-        print(f"wrote {args.plot}")
-    if args.name:
-        sims = candidate_similarities(args.name, dsn=args.dsn)
+        write_plot(report, args.plot, sims)
+        print(f"wrote {args.plot}" + (f" (with the candidates of {args.name})" if args.name else ""))
+    if sims is not None:
         print(f"estimated similarity of the {len(sims)} candidate pairs of {args.name}:")
         print(histogram(sims))
 

@@ -90,7 +90,11 @@ def chart(report: TuneReport, width: int = 60, height: int = 15) -> str:
     return "\n".join(out)
 
 
-def histogram(similarities: list[float], bins: int = 20, width: int = 50) -> str:
+#: Bins of the candidate histograms, in the terminal and in plots.
+HIST_BINS = 20
+
+
+def histogram(similarities: list[float], bins: int = HIST_BINS, width: int = 50) -> str:
     """A terminal histogram of estimated similarities of candidate pairs."""
     counts, edges = np.histogram(similarities, bins=bins, range=(0.0, 1.0))
     top = max(int(counts.max()), 1)
@@ -98,20 +102,31 @@ def histogram(similarities: list[float], bins: int = 20, width: int = 50) -> str
                      for lo, hi, c in zip(edges[:-1], edges[1:], counts))
 
 
-def write_plot(report: TuneReport, path: str | Path) -> None:
-    """Write the S-curve as SVG (built in) or PNG (needs matplotlib)."""
+def write_plot(report: TuneReport, path: str | Path, similarities: list[float] | None = None) -> None:
+    """Write the S-curve as SVG (built in) or PNG (needs matplotlib); with ``similarities`` (a
+    collection's candidate estimates), their histogram too, in grey bars scaled to the tallest,
+    so the curve shows where the real candidates fall."""
     path = Path(path)
     xs = np.linspace(0.0, 1.0, 201)
     ys = s_curve(xs, report.bands, report.rows)
     found = [report.found(float(x)) for x in xs]
+    counts, edges = np.histogram(similarities or [], bins=HIST_BINS, range=(0.0, 1.0))
+    heights = counts / max(int(counts.max()), 1)
     if path.suffix.lower() == ".svg":
         w, h, m = 480, 320, 40
         def pts(vals: list[float] | np.ndarray) -> str:
             return " ".join(f"{m + x * (w - 2 * m):.1f},{h - m - y * (h - 2 * m):.1f}" for x, y in zip(xs, vals))
         tx = m + report.threshold * (w - 2 * m)
+        bar_w = (w - 2 * m) / HIST_BINS
+        bars = "".join(
+            f'<rect x="{m + lo * (w - 2 * m):.1f}" y="{h - m - v * (h - 2 * m):.1f}" width="{bar_w:.1f}" '
+            f'height="{v * (h - 2 * m):.1f}" fill="lightgrey"><title>{c} candidates</title></rect>'
+            for lo, v, c in zip(edges[:-1], heights, counts) if c)
+        legend = (f'<text x="{m}" y="{h - 6}">grey: the {len(similarities)} candidate pairs by estimate</text>'
+                  if similarities is not None else "")
         path.write_text(
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">'
-            f'<rect width="{w}" height="{h}" fill="white"/>'
+            f'<rect width="{w}" height="{h}" fill="white"/>{bars}{legend}'
             f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>'
             f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>'
             f'<line x1="{tx:.1f}" y1="{m}" x2="{tx:.1f}" y2="{h - m}" stroke="grey" stroke-dasharray="4"/>'
@@ -131,6 +146,9 @@ def write_plot(report: TuneReport, path: str | Path) -> None:
     except ImportError as exc:
         raise ValueError("PNG plots need matplotlib (pip install matplotlib); .svg works without it") from exc
     fig, ax = plt.subplots(figsize=(6, 4))
+    if similarities is not None:
+        ax.bar(edges[:-1], heights, width=1 / HIST_BINS, align="edge", color="lightgrey",
+               label=f"{len(similarities)} candidate pairs (scaled)")
     ax.plot(xs, ys, label=f"candidate ({report.bands} × {report.rows})")
     ax.plot(xs, found, label="found after estimate check")
     ax.axvline(report.threshold, color="grey", linestyle="--")

@@ -135,6 +135,9 @@ def test_tune_cli(tmp_path, conn, dsn):
     assert conn.execute("SELECT count(*) FROM pgdedup.verified_pairs(1, 0)").fetchone()[0] == n
     assert f"estimated similarity of the {n} candidate pairs of t:" in proc.stdout
     assert _histogram_bars(proc.stdout) == expected_bars
+    # the plot carries the same histogram: one grey bar per non-empty bin, its count in its title
+    plotted = [int(c) for c in re.findall(r"<title>(\d+) candidates</title>", svg.read_text())]
+    assert plotted == [c for c in expected_bars if c] and f"the {n} candidate pairs" in svg.read_text()
     # non-trivial: the band join keeps some pairs and drops others (86 of 190 with these texts;
     # w1 also turns w10..w19 into x0..x9, so some texts are far from the rest)
     assert 20 <= n < 190
