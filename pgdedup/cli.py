@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,15 @@ DSN_HELP = "PostgreSQL connection string (default: $DATABASE_URL, else the libpq
 
 def _add_dsn(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help=DSN_HELP)
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+def _emit(args: argparse.Namespace, line: str, data: dict[str, Any]) -> None:
+    """The command's summary: its line, or with --json one JSON object (for tools)."""
+    print(json.dumps(data, default=_json_default) if args.json else line)
 
 
 def _threshold(p: argparse.ArgumentParser, default_help: str) -> None:
@@ -71,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", help="create or upgrade the pgdedup schema (alembic)")
     p.add_argument("--revision", default="head", help="target revision (default: head)")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys",
@@ -101,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, help="worker processes, each signing one key range; never more "
                    "than one per chunk of rows (default: one per core, at most one per 25,000 rows)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("dedupe", help="mark near-duplicates: duplicate_of = the kept row's key")
@@ -115,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     _verify(p, "auto")
     p.add_argument("--full", action="store_true", help="decide every row again (default: after a run with the "
                    "same settings, only what changed since, with the same result)")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("pairs", help="print every verified near-duplicate pair")
@@ -159,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="example: pgdedup track feed_items; pgdedup track feed_items --off")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--off", action="store_true", help="remove the triggers and the queue")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("watch", help="keep a tracked collection's marks current: index and dedupe each batch of changes",
@@ -177,10 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     p.add_argument("--unmark", action="store_true",
                    help="also clear the marks in the marking column (the column itself stays)")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("unmark", help="clear the marking column of a collection (every mark set to NULL)")
     p.add_argument("name", metavar="NAME")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("status", help="collections, their parameters, rows indexed, duplicates, last runs")
@@ -274,7 +290,8 @@ def run(args: argparse.Namespace) -> None:
     elif args.command == "migrate":
         from .alembic_ops import current_revision, migrate  # alembic only for this command
         migrate(args.dsn or "", args.revision)
-        print(f"pgdedup schema at revision {current_revision(args.dsn or '')}")
+        now = current_revision(args.dsn or "")
+        _emit(args, f"pgdedup schema at revision {now}", {"revision": now})
     elif args.command == "index":
         if (args.bands is None) != (args.rows is None):
             raise ValueError("--bands and --rows go together")
@@ -286,11 +303,12 @@ def run(args: argparse.Namespace) -> None:
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        full=args.full, dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
                        workers=args.workers, partition_by=args.partition_by)
-        print(result.summary())
+        _emit(args, result.summary(), {**asdict(result), "unchanged": result.unchanged})
     elif args.command == "dedupe":
-        print(dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
-                     alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, full=args.full,
-                     dsn=args.dsn).summary())
+        done = dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
+                      alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, full=args.full,
+                      dsn=args.dsn)
+        _emit(args, done.summary(), asdict(done))
     elif args.command == "pairs":
         _print_pairs(args)
     elif args.command == "similar":
@@ -306,15 +324,18 @@ def run(args: argparse.Namespace) -> None:
         print(json.dumps(found.as_dict()) if args.json else found.summary())
     elif args.command == "track":
         on = track(args.name, on=not args.off, dsn=args.dsn)
-        print(f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"
-              if on else f"{args.name}: not tracked any more (index compares every row)")
+        _emit(args, f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"
+              if on else f"{args.name}: not tracked any more (index compares every row)",
+              {"name": args.name, "tracked": on})
     elif args.command == "watch":
         _watch(args)
     elif args.command == "drop":
         forgotten = drop(args.name, unmark=args.unmark, dsn=args.dsn)
-        print(f"dropped {args.name}: {forgotten} rows forgotten" + (", marks cleared" if args.unmark else ""))
+        _emit(args, f"dropped {args.name}: {forgotten} rows forgotten" + (", marks cleared" if args.unmark else ""),
+              {"name": args.name, "rows_forgotten": forgotten, "unmarked": args.unmark})
     elif args.command == "unmark":
-        print(f"unmarked {args.name}: {unmark(args.name, dsn=args.dsn)} marks cleared")
+        cleared = unmark(args.name, dsn=args.dsn)
+        _emit(args, f"unmarked {args.name}: {cleared} marks cleared", {"name": args.name, "marks_cleared": cleared})
     elif args.command == "status":
         _print_status(args)
     elif args.command == "tune":

@@ -127,3 +127,24 @@ def test_demo_on_given_dsn(dsn):
     proc = cli("demo", "--rows", "600", "--dsn", dsn)
     assert proc.returncode == 0, proc.stderr
     assert "loaded 600 sample rows" in proc.stdout and "group 1: kept" in proc.stdout
+
+
+def test_every_summary_as_json(conn, dsn, items):
+    """--json on each command that prints a summary: one JSON object, the same numbers."""
+    groups, originals, n = items
+
+    def run(*args: str) -> dict:
+        proc = cli(*args, "--json", "--dsn", dsn)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert run("migrate") == {"revision": HEAD}
+    indexed = run("index", "items")
+    assert (indexed["name"], indexed["source_rows"], indexed["signed"], indexed["unchanged"]) == ("items", n, 0, n)
+    assert indexed["params"]["bands"] == 16
+    deduped = run("dedupe", "items", "--keep-order", "published_at, id")
+    marked = conn.execute("SELECT count(*) FROM items WHERE duplicate_of IS NOT NULL").fetchone()[0]
+    assert deduped["kind"] == "full" and deduped["duplicates"] == marked > 0
+    assert run("track", "items") == {"name": "items", "tracked": True}
+    assert run("unmark", "items") == {"name": "items", "marks_cleared": marked}
+    assert run("drop", "items") == {"name": "items", "rows_forgotten": n, "unmarked": False}
