@@ -102,40 +102,52 @@ def histogram(similarities: list[float], bins: int = HIST_BINS, width: int = 50)
                      for lo, hi, c in zip(edges[:-1], edges[1:], counts))
 
 
-def write_plot(report: TuneReport, path: str | Path, similarities: list[float] | None = None) -> None:
-    """Write the S-curve as SVG (built in) or PNG (needs matplotlib); with ``similarities`` (a
-    collection's candidate estimates), their histogram too, in grey bars scaled to the tallest,
-    so the curve shows where the real candidates fall."""
-    path = Path(path)
+def _curves(report: TuneReport, similarities: list[float] | None) -> tuple[np.ndarray, ...]:
+    """What both plots draw: J on a grid, P(candidate), P(found), and the histogram of
+    ``similarities`` (edges, counts, heights scaled to the tallest bar)."""
     xs = np.linspace(0.0, 1.0, 201)
-    ys = s_curve(xs, report.bands, report.rows)
-    found = [report.found(float(x)) for x in xs]
     counts, edges = np.histogram(similarities or [], bins=HIST_BINS, range=(0.0, 1.0))
-    heights = counts / max(int(counts.max()), 1)
+    return (xs, s_curve(xs, report.bands, report.rows), np.array([report.found(float(x)) for x in xs]),
+            edges, counts, counts / max(int(counts.max()), 1))
+
+
+def svg_plot(report: TuneReport, similarities: list[float] | None = None) -> str:
+    """The S-curve as an SVG document; with ``similarities`` (a collection's candidate
+    estimates), their histogram too, in grey bars scaled to the tallest, so the curve shows
+    where the real candidates fall."""
+    xs, ys, found, edges, counts, heights = _curves(report, similarities)
+    w, h, m = 480, 320, 40
+
+    def pts(vals: list[float] | np.ndarray) -> str:
+        return " ".join(f"{m + x * (w - 2 * m):.1f},{h - m - y * (h - 2 * m):.1f}" for x, y in zip(xs, vals))
+
+    tx = m + report.threshold * (w - 2 * m)
+    bar_w = (w - 2 * m) / HIST_BINS
+    bars = "".join(
+        f'<rect x="{m + lo * (w - 2 * m):.1f}" y="{h - m - v * (h - 2 * m):.1f}" width="{bar_w:.1f}" '
+        f'height="{v * (h - 2 * m):.1f}" fill="lightgrey"><title>{c} candidates</title></rect>'
+        for lo, v, c in zip(edges[:-1], heights, counts) if c)
+    legend = (f'<text x="{m}" y="{h - 6}">grey: the {len(similarities)} candidate pairs by estimate</text>'
+              if similarities is not None else "")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">'
+        f'<rect width="{w}" height="{h}" fill="white"/>{bars}{legend}'
+        f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>'
+        f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>'
+        f'<line x1="{tx:.1f}" y1="{m}" x2="{tx:.1f}" y2="{h - m}" stroke="grey" stroke-dasharray="4"/>'
+        f'<polyline fill="none" stroke="steelblue" stroke-width="2" points="{pts(ys)}"/>'
+        f'<polyline fill="none" stroke="darkorange" stroke-width="2" points="{pts(found)}"/>'
+        f'<text x="{m}" y="{m - 10}">P(candidate | J), {report.bands} × {report.rows} (blue); '
+        f'found after estimate (orange)</text>'
+        f'<text x="{w - m - 20}" y="{h - m + 16}">J = 1</text><text x="{m - 4}" y="{h - m + 16}">0</text>'
+        f'<text x="{tx - 10:.1f}" y="{h - m + 16}">{report.threshold}</text></svg>\n')
+
+
+def write_plot(report: TuneReport, path: str | Path, similarities: list[float] | None = None) -> None:
+    """Write ``svg_plot`` to ``path`` (.svg), or the same picture as PNG (needs matplotlib)."""
+    path = Path(path)
     if path.suffix.lower() == ".svg":
-        w, h, m = 480, 320, 40
-        def pts(vals: list[float] | np.ndarray) -> str:
-            return " ".join(f"{m + x * (w - 2 * m):.1f},{h - m - y * (h - 2 * m):.1f}" for x, y in zip(xs, vals))
-        tx = m + report.threshold * (w - 2 * m)
-        bar_w = (w - 2 * m) / HIST_BINS
-        bars = "".join(
-            f'<rect x="{m + lo * (w - 2 * m):.1f}" y="{h - m - v * (h - 2 * m):.1f}" width="{bar_w:.1f}" '
-            f'height="{v * (h - 2 * m):.1f}" fill="lightgrey"><title>{c} candidates</title></rect>'
-            for lo, v, c in zip(edges[:-1], heights, counts) if c)
-        legend = (f'<text x="{m}" y="{h - 6}">grey: the {len(similarities)} candidate pairs by estimate</text>'
-                  if similarities is not None else "")
-        path.write_text(
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">'
-            f'<rect width="{w}" height="{h}" fill="white"/>{bars}{legend}'
-            f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>'
-            f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>'
-            f'<line x1="{tx:.1f}" y1="{m}" x2="{tx:.1f}" y2="{h - m}" stroke="grey" stroke-dasharray="4"/>'
-            f'<polyline fill="none" stroke="steelblue" stroke-width="2" points="{pts(ys)}"/>'
-            f'<polyline fill="none" stroke="darkorange" stroke-width="2" points="{pts(found)}"/>'
-            f'<text x="{m}" y="{m - 10}">P(candidate | J), {report.bands} × {report.rows} (blue); '
-            f'found after estimate (orange)</text>'
-            f'<text x="{w - m - 20}" y="{h - m + 16}">J = 1</text><text x="{m - 4}" y="{h - m + 16}">0</text>'
-            f'<text x="{tx - 10:.1f}" y="{h - m + 16}">{report.threshold}</text></svg>\n')
+        path.write_text(svg_plot(report, similarities))
         return
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot must end in .svg or .png, not {path.name!r}")
@@ -145,6 +157,7 @@ def write_plot(report: TuneReport, path: str | Path, similarities: list[float] |
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ValueError("PNG plots need matplotlib (pip install matplotlib); .svg works without it") from exc
+    xs, ys, found, edges, counts, heights = _curves(report, similarities)
     fig, ax = plt.subplots(figsize=(6, 4))
     if similarities is not None:
         ax.bar(edges[:-1], heights, width=1 / HIST_BINS, align="edge", color="lightgrey",
