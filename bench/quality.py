@@ -148,7 +148,7 @@ def run_pgdedup(dsn: str, texts: list[str], t: float, k: int, verify_exact: bool
             with psycopg.connect(dsn) as conn:
                 checked = conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0]
                 lo, hi = conn.execute("SELECT lo, hi FROM pgdedup.auto_band(%s, %s)", (t, k)).fetchone()
-            note = f"{checked} of {len(found)} pairs' estimates in the band [{lo:.3f}, {hi:.3f}) checked exactly"
+            note = f"{checked} candidate pairs with estimates in the band [{lo:.3f}, {hi:.3f}) checked exactly"
         systems.append(System(f"pgdedup --verify {verify}", pairs, vsteps, note))
     return systems, load
 

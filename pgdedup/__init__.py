@@ -1,7 +1,7 @@
 """pgdedup: near-duplicate rows of text inside PostgreSQL, with MinHash signatures and LSH bands.
 
 The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, ``similar``,
-``status``, ``explain``, ``drop``, ``unmark``; ``sign_texts`` computes signatures without any database.
+``status``, ``explain``, ``report``, ``drop``, ``unmark``; ``sign_texts`` computes signatures without any database.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
@@ -15,14 +15,15 @@ from .lifecycle import drop, unmark
 from .loader import IndexResult, index
 from .params import Params
 from .queries import pairs, similar, status
+from .report import ReportResult, report
 from .signer import SignedChunk, sign_texts
 from .tracking import track
 from .watch import watch
 
 __all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult",
-           "Explanation", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "RowNotFound", "SchemaMismatch",
+           "Explanation", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "ReportResult", "RowNotFound", "SchemaMismatch",
            "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation", "collection", "dedupe",
-           "downgrade", "drop", "explain", "index", "migrate", "pairs", "sign_texts", "similar", "status", "track",
+           "downgrade", "drop", "explain", "index", "migrate", "pairs", "report", "sign_texts", "similar", "status", "track",
            "unmark", "watch"]
 
 

@@ -25,6 +25,7 @@ from . import demo as demo_mod
 from .errors import PgdedupError, message_of
 from .dedupe import dedupe
 from .explain import explain
+from .report import report
 from .lifecycle import drop, unmark
 from .loader import DEFAULT_CHUNK, index
 from .params import Params
@@ -144,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key_a", metavar="KEY_A")
     p.add_argument("key_b", metavar="KEY_B")
     p.add_argument("--json", action="store_true", help="JSON output")
+    _add_dsn(p)
+
+    p = sub.add_parser("report", help="write a self-contained HTML page to judge a collection's marks by eye",
+                       epilog="example: pgdedup report feed_items --html report.html")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--html", required=True, metavar="FILE", help="the page to write")
+    p.add_argument("--groups", type=int, default=8, help="largest groups shown (default %(default)s)")
+    _json(p)
     _add_dsn(p)
 
     p = sub.add_parser("similar", help="rows similar to a row (--key) or to a text (--text)")
@@ -322,6 +331,9 @@ def run(args: argparse.Namespace) -> None:
     elif args.command == "explain":
         found = explain(args.name, args.key_a, args.key_b, dsn=args.dsn)
         print(json.dumps(found.as_dict()) if args.json else found.summary())
+    elif args.command == "report":
+        written = report(args.name, args.html, groups=args.groups, dsn=args.dsn)
+        _emit(args, written.summary(), asdict(written))
     elif args.command == "track":
         on = track(args.name, on=not args.off, dsn=args.dsn)
         _emit(args, f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"

@@ -73,6 +73,7 @@ def run(rows: int = DEFAULT_ROWS, keep: bool = False, dsn: str | None = None) ->
     """Run the demo on ``dsn``, or on a local throwaway server when ``dsn`` is None."""
     if dsn:
         _run_on(dsn, rows)
+        print("\nsee the groups in a browser: pgdedup report feed_items --html report.html --dsn <this DSN>")
         return
     pg = LocalPostgres()
     print("starting a throwaway PostgreSQL ...")
@@ -85,7 +86,9 @@ def run(rows: int = DEFAULT_ROWS, keep: bool = False, dsn: str | None = None) ->
     if keep:
         print(f"\nserver left running; explore with:\n  psql '{pg.dsn}'\n"
               f"  SELECT * FROM pgdedup.similar('feed_items', '<a feed_item_id>');\n"
+              f"see the groups in a browser:\n  pgdedup report feed_items --html report.html --dsn '{pg.dsn}'\n"
               f"stop it with:\n  {pg.stop_command()}")
     else:
         pg.stop()
-        print("\nserver stopped (run with --keep to explore it in psql)")
+        print("\nserver stopped (run with --keep to explore it in psql, and to see the groups in a browser "
+              "with `pgdedup report feed_items --html report.html`)")

@@ -6,6 +6,8 @@ import random
 import uuid
 from datetime import datetime, timedelta, timezone
 
+import pgdedup
+
 VOCAB = [f"w{i}" for i in range(5000)]
 
 
@@ -62,3 +64,12 @@ def create(conn, table: str, key_type: str, rows) -> None:
     with conn.cursor().copy(f'COPY "{table}" (id, title, body, published_at) FROM STDIN') as copy:
         for r in rows:
             copy.write_row(r)
+
+
+def indexed(conn, dsn: str, table: str = "items", key_type: str = "bigint", **make: int):
+    """``make_rows(key_type, **make)`` as table ``table``, indexed on title and body; returns
+    what ``make_rows`` returns."""
+    made = make_rows(key_type, **make)
+    create(conn, table, key_type, made[0])
+    pgdedup.index(table, "id", ["title", "body"], dsn=dsn, progress=False)
+    return made
