@@ -16,6 +16,7 @@ from .connection import Db, session
 from .db import table_columns
 from .errors import InvalidArgument, translated
 from .exact import store_checks, verify_exact
+from .progress import Progress
 
 
 @dataclass
@@ -38,7 +39,7 @@ class DedupeResult:
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
            column: str = "duplicate_of", alter: bool = True, max_bucket: int = 100,
-           verify: str = "auto", full: bool = False, dsn: Db = None) -> DedupeResult:
+           verify: str = "auto", full: bool = False, dsn: Db = None, progress: bool | None = None) -> DedupeResult:
     """Mark near-duplicates of collection ``name``.
 
     ``alter=True`` adds/fills ``column`` in the source table (NULL = kept, else the kept row's key);
@@ -60,6 +61,9 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     exist already (declared by the app), since adding it there would hold the table's
     ACCESS EXCLUSIVE lock until the caller commits.
 
+    ``progress`` (None: when stderr is a terminal) prints a line on stderr as each stage ends,
+    the server's included (``progress``).
+
     Every argument is checked before anything is written. A column pgdedup has to add is added
     in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
     ACCESS EXCLUSIVE lock); the marks are then decided and written in one transaction (all or
@@ -75,6 +79,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         CollectionBusy: another run holds the collection, or the table could not be locked in time.
     """
     t0 = time.perf_counter()
+    shown = Progress(f"dedupe {name}", progress)
     with translated(), session(dsn, f"pgdedup dedupe {name}") as s:
         conn = s.conn
         coll = get(conn, name, need_source=True)
@@ -90,17 +95,21 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         if verify != "exact":
-            while True:  # auto: check the ambiguous pairs the decision meets, then decide again
-                row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
-                                   (name, alter, threshold, keep_order, column, max_bucket, full, verify)).fetchone()
-                if row[0] != "unchecked":
-                    break
-                store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
+            with shown.server(conn):
+                while True:  # auto: check the ambiguous pairs the decision meets, then decide again
+                    row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
+                                       (name, alter, threshold, keep_order, column, max_bucket, full,
+                                        verify)).fetchone()
+                    if row[0] != "unchecked":
+                        break
+                    with shown.stage(f"{row[1]} ambiguous pairs checked exactly"):
+                        store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
-        verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+        with shown.stage("every candidate checked exactly"):
+            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

@@ -16,11 +16,12 @@ from .collections import Collection, get
 from .connection import Db, session
 from .errors import InvalidArgument, translated
 from .exact import check_ambiguous, verify_exact
+from .progress import Progress
 from .signer import sign_texts
 
 
 def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate", max_bucket: int = 100,
-          dsn: Db = None) -> Iterator[tuple[str, str, float]]:
+          dsn: Db = None, progress: bool | None = None) -> Iterator[tuple[str, str, float]]:
     """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
@@ -28,6 +29,7 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
     re-checks only the candidates whose estimate is too close to the threshold to decide
     (stored in ``pgdedup.checked``; it takes the lock too); the others keep their estimate. A bucket with more
     than ``max_bucket`` distinct texts pairs each of them only with its first ``max_bucket``.
+    ``progress`` (None: when stderr is a terminal) reports the exact checks on stderr.
 
     Raises:
         CollectionNotFound, InvalidArgument, CollectionBusy (see ``dedupe``).
@@ -39,7 +41,8 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         if verify != "estimate":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-            (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
+            with Progress(f"pairs {name}", progress).stage(f"candidates checked exactly ({verify})"):
+                (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
         with conn.cursor(name="pgdedup_pairs") as cur:
             cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)",
                         (name, threshold, verify, max_bucket))

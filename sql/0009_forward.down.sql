@@ -6,5 +6,6 @@ DROP FUNCTION pgdedup.decide_changes(integer, text, double precision, text, inte
 DROP FUNCTION pgdedup.judge_pairs(integer, double precision, text);
 DROP FUNCTION pgdedup.walk();
 DROP FUNCTION pgdedup.store_leaders(integer, text, integer);
+DROP FUNCTION pgdedup.stage(text, timestamptz);
 DROP TABLE pgdedup.leaders;
 ALTER TABLE pgdedup.results DROP COLUMN leaders;

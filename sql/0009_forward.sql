@@ -134,6 +134,18 @@ BEGIN
         SELECT s.fh, s.mh, s.estimate FROM pg_temp.pgdedup_step_pairs s WHERE s.estimate >= p_threshold;
 END $$;
 
+-- Report a finished stage of a long run as an INFO message "pgdedup: <what> (<seconds> s)", only
+-- while the session's setting pgdedup.progress is 'on' (the CLI sets it on a terminal); INFO
+-- reaches the client whatever client_min_messages says. Returns the time the next stage starts.
+CREATE FUNCTION pgdedup.stage(p_what text, p_started timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('pgdedup.progress', true) = 'on' THEN
+        RAISE INFO 'pgdedup: % (% s)', p_what, round(extract(epoch FROM clock_timestamp() - p_started)::numeric, 1);
+    END IF;
+    RETURN clock_timestamp();
+END $$;
+
 -- The incremental decision ----------------------------------------------------------------------
 
 -- Decide again only what the changes logged after p_since can alter, into pg_temp.pgdedup_marks,
@@ -169,6 +181,8 @@ DECLARE
     ord text := pgdedup.keep_order_sql(p_collection_id, p_keep_order);
     key_type text;
     added bigint;
+    step integer := 0;
+    t0 timestamptz := clock_timestamp();
 BEGIN
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = cid;
     t := coalesce(p_threshold, c.threshold);
@@ -255,6 +269,9 @@ BEGIN
                              WHERE g.collection_id = cid AND g.text_hash = s.text_hash)
         FROM pg_temp.pgdedup_seeds s;
     CREATE TEMP TABLE pgdedup_frontier ON COMMIT DROP AS SELECT * FROM pg_temp.pgdedup_region;
+    t0 := pgdedup.stage(format('%s changed keys, %s touched buckets, %s texts to start from',
+                               (SELECT count(*) FROM pg_temp.pgdedup_redone), (SELECT count(*) FROM pg_temp.pgdedup_touched),
+                               (SELECT count(*) FROM pg_temp.pgdedup_region)), t0);
     CREATE TEMP TABLE pgdedup_edges (h1 bigint, h2 bigint, similarity double precision) ON COMMIT DROP;
     -- closure: the edges of the frontier's texts; the texts they reach that have a row after the
     -- frontier text's first row, and are new, form the next frontier
@@ -323,6 +340,9 @@ BEGIN
                   JOIN pg_temp.pgdedup_span b ON b.text_hash = st.h2
                   WHERE b.last_rank > a.first_rank) n;
         GET DIAGNOSTICS added = ROW_COUNT;
+        step := step + 1;
+        t0 := pgdedup.stage(format('closure step %s: %s candidate pairs, %s later texts reached',
+                                   step, (SELECT count(*) FROM pg_temp.pgdedup_step_pairs), added), t0);
         EXIT WHEN added = 0;
         INSERT INTO pg_temp.pgdedup_region SELECT text_hash, row_id FROM pg_temp.pgdedup_frontier;
     END LOOP;
@@ -351,6 +371,7 @@ BEGIN
     PERFORM pgdedup.walk();
     texts := (SELECT count(*) FROM pg_temp.pgdedup_region);
     rows_examined := (SELECT count(*) FROM pg_temp.pgdedup_rows);
+    t0 := pgdedup.stage(format('%s rows decided again', rows_examined), t0);
 END $$;
 
 -- Bring one target up to date, as in revision 6: incrementally when its stored result was

@@ -237,6 +237,7 @@ DECLARE
     ord text;
     region record;
     reuse boolean;
+    t0 timestamptz := clock_timestamp();
 BEGIN
     PERFORM pgdedup.check_args(p_threshold, p_max_bucket, p_verify);
     IF p_verify = 'exact' THEN
@@ -268,6 +269,7 @@ BEGIN
                     SELECT * FROM pgdedup.estimated_pairs(cid, p_max_bucket, true);
                 CREATE TEMP TABLE pgdedup_estimated_for ON COMMIT DROP AS
                     SELECT cid AS collection_id, p_max_bucket AS max_bucket, ord AS keep_order;
+                t0 := pgdedup.stage(format('%s candidate pairs estimated', (SELECT count(*) FROM pg_temp.pgdedup_estimated)), t0);
             END IF;
             INSERT INTO pg_temp.pgdedup_unchecked
                 SELECT e.row_a, e.row_b, least(e.text_a, e.text_b), greatest(e.text_a, e.text_b)
@@ -278,6 +280,8 @@ BEGIN
                                   WHERE ch.collection_id = cid AND ch.text_a = least(e.text_a, e.text_b)
                                     AND ch.text_b = greatest(e.text_a, e.text_b));
             IF FOUND THEN
+                t0 := pgdedup.stage(format('%s ambiguous pairs to check exactly',
+                                           (SELECT count(*) FROM pg_temp.pgdedup_unchecked)), t0);
                 RETURN QUERY SELECT 'unchecked', count(*), 0::bigint, 0::bigint FROM pg_temp.pgdedup_unchecked;
                 RETURN;
             END IF;
@@ -290,12 +294,16 @@ BEGIN
                                                                         p_max_bucket, p_verify) f;
             PERFORM pgdedup.prune_changes(cid);
         END IF;
+        t0 := pgdedup.stage('decided and stored in full', t0);
         PERFORM pgdedup.store_leaders(cid, tgt, p_max_bucket);
+        t0 := pgdedup.stage('leaders of the capped buckets stored', t0);
         DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;  -- used up
         RETURN;
     END IF;
     region := pgdedup.decide_changes(cid, tgt, p_threshold, p_keep_order, p_max_bucket, prev.change_seq, p_verify);
     IF EXISTS (SELECT 1 FROM pg_temp.pgdedup_unchecked) THEN
+        t0 := pgdedup.stage(format('%s ambiguous pairs to check exactly',
+                                   (SELECT count(*) FROM pg_temp.pgdedup_unchecked)), t0);
         RETURN QUERY SELECT 'unchecked', count(*), 0::bigint, 0::bigint FROM pg_temp.pgdedup_unchecked;
         RETURN;
     END IF;
@@ -314,6 +322,7 @@ BEGIN
         PERFORM pgdedup.write_marks(cid, true);
     END IF;
     PERFORM pgdedup.prune_changes(cid);
+    t0 := pgdedup.stage('stored' || CASE WHEN p_alter THEN ', marks written' ELSE '' END, t0);
 END $$;
 
 SELECT pgdedup.pin_search_paths();

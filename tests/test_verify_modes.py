@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import psycopg
 import pytest
 
 import pgdedup
 
+from clirun import cli
 from planted import edit, story
 from reference import ref_jaccard, ref_word_shingles
 
@@ -114,3 +116,20 @@ def test_sql_needs_the_checks_made(conn, dsn, cases):
     list(pgdedup.pairs("docs", verify="auto", dsn=dsn))
     sql_auto = {tuple(sorted(r[:2])) for r in conn.execute("SELECT * FROM pgdedup.pairs('docs', NULL, 'auto')")}
     assert sql_auto == set(_pairs(dsn, "auto"))
+
+
+def test_stage_lines_on_a_terminal_and_none_when_piped(conn, dsn, cases, capfd):
+    pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn, progress=True)
+    full = capfd.readouterr().err.splitlines()
+    assert any(re.fullmatch(r"dedupe docs: \d+ candidate pairs estimated \(\d+\.\d s\)", x) for x in full), full
+    assert any(re.fullmatch(r"dedupe docs: 2 ambiguous pairs checked exactly \(\d+\.\d s\)", x) for x in full), full
+    assert any(x.startswith("dedupe docs: decided and stored in full") for x in full), full
+    body = conn.execute("SELECT body FROM docs WHERE id = 1").fetchone()[0]
+    conn.execute("INSERT INTO docs VALUES (99, %s, 2)", (body + " one more word",))
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn, progress=True)
+    incremental = capfd.readouterr().err
+    assert "dedupe docs: closure step 1:" in incremental and "rows decided again" in incremental
+    assert "dedupe docs: stored, marks written" in incremental
+    proc = cli("dedupe", "docs", "--keep-order", "n, id", "--full", "--dsn", dsn)  # piped: quiet
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
