@@ -21,10 +21,10 @@ from .tracking import track
 from .watch import watch
 
 __all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "IndexResult",
-           "Explanation", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "ReportResult", "RowNotFound", "SchemaMismatch",
-           "SignedChunk", "SourceMissing", "StaleResults", "UnsafeOperation", "collection", "dedupe",
-           "downgrade", "drop", "explain", "index", "migrate", "pairs", "report", "sign_texts", "similar", "status", "track",
-           "unmark", "watch"]
+           "Explanation", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "ReportResult",
+           "RowNotFound", "SchemaMismatch", "SignedChunk", "SourceMissing", "StaleResults",
+           "UnsafeOperation", "collection", "dedupe", "downgrade", "drop", "explain", "index", "migrate",
+           "pairs", "report", "sign_texts", "similar", "status", "track", "unmark", "watch"]
 
 
 

@@ -96,6 +96,12 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         if verify != "exact":
             with shown.server(conn):
+                if verify == "auto":  # what an incremental run will likely ask for, checked up front
+                    probable = sql.SQL("SELECT * FROM pgdedup.probable_unchecked({}, {}, {}, {})").format(
+                        sql.Literal(coll.id), sql.Literal("column" if alter else "view"),
+                        sql.Literal(coll.params.threshold if threshold is None else threshold), sql.Literal(max_bucket))
+                    with shown.stage("the changed rows' ambiguous pairs checked exactly"):
+                        store_checks(conn, coll, probable)
                 while True:  # auto: check the ambiguous pairs the decision meets, then decide again
                     row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
                                        (name, alter, threshold, keep_order, column, max_bucket, full,

@@ -27,6 +27,7 @@ from psycopg import sql
 
 from .collections import Collection
 from .copybin import copy_into
+from .errors import StaleResults
 from .features import features
 from .normalise import normalise
 
@@ -107,20 +108,46 @@ def check_ambiguous(conn: psycopg.Connection, coll: Collection, threshold: float
                         .format(sql.Literal(coll.id), sql.Literal(t), sql.Literal(max_bucket)))
 
 
+def _text_feature_sets(conn: psycopg.Connection, coll: Collection, text_hashes: list[int]) -> dict[int, np.ndarray]:
+    """Sorted distinct shingle hashes of the given texts (by text hash), each re-read from a row
+    whose source text is still the one that was signed (its md5 unchanged); a text none of whose
+    rows is like that is missing from the result."""
+    src = coll.source
+    rows = conn.execute(sql.SQL(
+        "SELECT DISTINCT ON (g.text_hash) g.text_hash, {text} FROM pgdedup.signatures g "
+        "JOIN {table} s ON s.{key} = g.row_key::{cast} "
+        "WHERE g.collection_id = %s AND g.text_hash = ANY(%s) AND g.source_md5 = {md5} "
+        "ORDER BY g.text_hash, g.row_id").format(
+            text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key), cast=src.key_cast,
+            md5=src.md5_sql), (coll.id, text_hashes)).fetchall()
+    feats = features([normalise(r[1]) for r in rows], coll.params.spec, coll.params.seed)
+    return {r[0]: np.unique(feats.hashes[feats.offsets[i]:feats.offsets[i + 1]]) for i, r in enumerate(rows)}
+
+
 def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable) -> int:
     """Store in ``pgdedup.checked`` the exact Jaccard of the pairs of texts that query ``pairs``
     returns as (row_a, row_b, text_a, text_b), text_a < text_b (each pair of texts once);
-    returns how many. Checks are kept per pair of texts and stay valid while the collection
-    keeps its settings, so later runs check only pairs they have not seen. Runs in the
-    caller's transaction (which should hold the collection's lock).
+    returns how many. A check belongs to the two texts, so it is made from the text as it was
+    signed: from a row whose source text is unchanged since. It stays valid while the
+    collection keeps its settings, so later runs check only pairs they have not seen. Runs in
+    the caller's transaction (which should hold the collection's lock).
+
+    Raises:
+        StaleResults: every row of one of the texts changed in the source table after it was
+            signed (``pgdedup index`` has not seen the change yet).
     """
     checked = 0
     with conn.cursor(name="pgdedup_ambiguous") as cur:
         cur.execute(sql.SQL("SELECT DISTINCT ON (text_a, text_b) * FROM ({}) p ORDER BY text_a, text_b").format(pairs))
-        for batch in _jaccards(conn, coll, cur):
+        while batch := list(islice(cur, BATCH)):
+            sets = _text_feature_sets(conn, coll, sorted({h for row in batch for h in row[2:4]}))
+            stale = [row for row in batch if row[2] not in sets or row[3] not in sets]
+            if stale:
+                raise StaleResults(f"collection {coll.name!r}: rows changed in {coll.source.label} after they were "
+                                   f"signed; run `pgdedup index {coll.name}`, then dedupe again")
             with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
                            binary=False) as copy:
-                for (_, _, text_a, text_b), j in batch:
-                    copy.write_row((coll.id, text_a, text_b, j))
+                for _, _, text_a, text_b in batch:
+                    copy.write_row((coll.id, text_a, text_b, jaccard(sets[text_a], sets[text_b])))
             checked += len(batch)
     return checked

@@ -25,7 +25,7 @@ from .collections import get
 from .connection import Db, own_dsn
 from .db import connect, resolve_dsn
 from .dedupe import dedupe
-from .errors import CollectionBusy, InvalidArgument, translated
+from .errors import CollectionBusy, InvalidArgument, StaleResults, translated
 from .loader import index
 from .schema import WATCH_LOCK
 
@@ -81,7 +81,9 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
                         try:
                             batch = _run_batch(listener, coll.id, name, threshold, keep_order, column, alter,
                                                max_bucket, dsn)
-                        except CollectionBusy:  # an app's add (or a run by hand) holds it: next round
+                        except (CollectionBusy, StaleResults):
+                            # an app's add (or a run by hand) holds the collection, or rows changed
+                            # after this batch's index: the next round indexes them and tries again
                             stop.wait(poll)
                             continue
                         batches += 1

@@ -7,5 +7,6 @@ DROP FUNCTION pgdedup.judge_pairs(integer, double precision, text);
 DROP FUNCTION pgdedup.walk();
 DROP FUNCTION pgdedup.store_leaders(integer, text, integer);
 DROP FUNCTION pgdedup.stage(text, timestamptz);
+DROP FUNCTION pgdedup.edge_floor(integer, double precision, text);
 DROP TABLE pgdedup.leaders;
 ALTER TABLE pgdedup.results DROP COLUMN leaders;

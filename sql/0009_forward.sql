@@ -122,6 +122,12 @@ BEGIN
     DROP TABLE pg_temp.pgdedup_fixed;
 END $$;
 
+-- The lowest estimate a candidate pair can have and still be an edge: the threshold, by
+-- estimate. (A later revision lowers it for other verify modes.)
+CREATE FUNCTION pgdedup.edge_floor(p_collection_id integer, p_threshold double precision, p_verify text)
+RETURNS double precision
+LANGUAGE sql STABLE AS $$ SELECT p_threshold $$;
+
 -- Turn the candidate pairs of one closure step (pg_temp.pgdedup_step_pairs: frontier text fh and
 -- its representative row frow, neighbour text mh and mrow, estimate) into edges (appended to
 -- pg_temp.pgdedup_edges as h1 = fh, h2 = mh, similarity): by estimate, those at or above the
@@ -163,7 +169,8 @@ END $$;
 --     only a leader held by several rows can have a later row depending on it;
 --   * where a bucket's leaders changed (stored with the result for capped buckets; every
 --     member for one that was not), the texts that joined or left the leaders, and the members
---     whose edge to a text that left was at or above the threshold.
+--     whose estimate with a text that left reaches edge_floor (the lowest estimate an edge can
+--     have in this verify mode).
 -- Texts outside the region depend on nothing that changed, so their decisions stand; those
 -- kept that the region has edges to are walked again as fixed kept rows, in keep order. Edges
 -- follow the full run's rules (every pair in a bucket of at most p_max_bucket texts; in a larger
@@ -183,9 +190,11 @@ DECLARE
     added bigint;
     step integer := 0;
     t0 timestamptz := clock_timestamp();
+    floor_estimate double precision;
 BEGIN
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = cid;
     t := coalesce(p_threshold, c.threshold);
+    floor_estimate := pgdedup.edge_floor(cid, t, p_verify);
     key_type := pgdedup.key_type_sql(c.key_type);
     DROP TABLE IF EXISTS pg_temp.pgdedup_redone, pg_temp.pgdedup_lost, pg_temp.pgdedup_touched,
         pg_temp.pgdedup_members, pg_temp.pgdedup_leaders, pg_temp.pgdedup_was, pg_temp.pgdedup_moved,
@@ -261,7 +270,7 @@ BEGIN
         JOIN pgdedup.signatures gv ON gv.collection_id = cid AND gv.row_id = vm.row_id
         JOIN pg_temp.pgdedup_members m ON m.band = v.band AND m.bucket = v.bucket AND m.text_hash <> v.text_hash
         JOIN pgdedup.signatures gm ON gm.collection_id = cid AND gm.row_id = m.row_id
-        WHERE NOT v.joined AND pgdedup.similarity(gv.signature, gm.signature) >= t;
+        WHERE NOT v.joined AND pgdedup.similarity(gv.signature, gm.signature) >= floor_estimate;
     -- each text by its representative, the lowest row id of all its rows
     CREATE TEMP TABLE pgdedup_region (text_hash bigint PRIMARY KEY, row_id bigint NOT NULL) ON COMMIT DROP;
     INSERT INTO pg_temp.pgdedup_region

@@ -86,7 +86,8 @@ $$;
 -- Candidate pairs that verify "auto" accepts: the estimate where it is outside the ambiguous
 -- band, else the stored exact Jaccard (pgdedup.no_exact_check raises where there is none); at
 -- or above p_threshold. The candidates and their estimates come from pg_temp.pgdedup_estimated
--- when update_duplicates has just computed them there (for the same decision), else afresh.
+-- when update_duplicates has just computed them there for the decision it is running (it sets
+-- pgdedup.reuse_estimated for that call only), else afresh.
 CREATE FUNCTION pgdedup.auto_pairs(p_collection_id integer, p_threshold double precision,
                                    p_max_bucket integer, p_ranked boolean)
 RETURNS TABLE (row_a bigint, row_b bigint, similarity double precision)
@@ -96,7 +97,9 @@ DECLARE
     band record;
     source text := 'pgdedup.estimated_pairs($1, $3, $4)';
 BEGIN
-    IF p_ranked AND to_regclass('pg_temp.pgdedup_estimated_for') IS NOT NULL THEN
+    -- only inside update_duplicates' own decision, which sets pgdedup.reuse_estimated around it
+    IF p_ranked AND current_setting('pgdedup.reuse_estimated', true) = 'on'
+       AND to_regclass('pg_temp.pgdedup_estimated_for') IS NOT NULL THEN
         IF EXISTS (SELECT 1 FROM pg_temp.pgdedup_estimated_for f
                    WHERE f.collection_id = p_collection_id AND f.max_bucket = p_max_bucket) THEN
             source := 'pg_temp.pgdedup_estimated';
@@ -132,6 +135,45 @@ LANGUAGE sql STABLE AS $$
       AND NOT EXISTS (SELECT 1 FROM pgdedup.checked ch
                       WHERE ch.collection_id = p_collection_id
                         AND ch.text_a = least(e.text_a, e.text_b) AND ch.text_b = greatest(e.text_a, e.text_b))
+$$;
+
+-- The ambiguous pairs without an exact check that an incremental auto run of target p_target is
+-- likely to meet: the text each row changed since that result has now, with every other text
+-- in its buckets of at most p_max_bucket rows. Checked before the run starts, they spare it
+-- the second pass that an 'unchecked' answer costs; what they miss, the run still asks for.
+CREATE FUNCTION pgdedup.probable_unchecked(p_collection_id integer, p_target text, p_threshold double precision,
+                                           p_max_bucket integer)
+RETURNS TABLE (row_a bigint, row_b bigint, text_a bigint, text_b bigint)
+LANGUAGE sql STABLE AS $$
+    WITH changed AS (
+        SELECT DISTINCT g.row_id, g.text_hash, g.signature, g.buckets
+        FROM pgdedup.results r
+        JOIN pgdedup.changes ch ON ch.collection_id = r.collection_id AND ch.seq > coalesce(r.change_seq, 0)
+        JOIN pgdedup.signatures g ON g.collection_id = r.collection_id AND g.row_key = ch.row_key
+                                 AND g.feature_count > 0
+        WHERE r.collection_id = p_collection_id AND r.target = p_target
+    ), mates AS (
+        SELECT DISTINCT c.row_id AS ra, c.text_hash AS ha, c.signature AS sa, k.row_id AS rb
+        FROM changed c
+        CROSS JOIN LATERAL unnest(c.buckets) WITH ORDINALITY AS u(bucket, band)
+        JOIN pgdedup.band_keys k ON k.collection_id = p_collection_id AND k.band = u.band - 1
+                                AND k.bucket = u.bucket AND k.row_id <> c.row_id
+        WHERE (SELECT count(*) FROM pgdedup.band_keys k2
+               WHERE k2.collection_id = p_collection_id AND k2.band = u.band - 1 AND k2.bucket = u.bucket)
+              <= p_max_bucket
+    )
+    SELECT DISTINCT ON (least(m.ha, g.text_hash), greatest(m.ha, g.text_hash))
+           m.ra, m.rb, least(m.ha, g.text_hash), greatest(m.ha, g.text_hash)
+    FROM mates m
+    JOIN pgdedup.signatures g ON g.collection_id = p_collection_id AND g.row_id = m.rb
+                             AND g.text_hash <> m.ha AND g.feature_count > 0
+    CROSS JOIN LATERAL (SELECT pgdedup.similarity(m.sa, g.signature) AS estimate) e,
+         pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) band
+    WHERE c.collection_id = p_collection_id AND e.estimate >= band.lo AND e.estimate < band.hi
+      AND NOT EXISTS (SELECT 1 FROM pgdedup.checked ch
+                      WHERE ch.collection_id = p_collection_id
+                        AND ch.text_a = least(m.ha, g.text_hash) AND ch.text_b = greatest(m.ha, g.text_hash))
+    ORDER BY least(m.ha, g.text_hash), greatest(m.ha, g.text_hash)
 $$;
 
 -- The arguments the dedupe functions share, as in revision 3, with verify "auto".
@@ -181,6 +223,18 @@ BEGIN
                      WHERE e.collection_id = p_collection_id AND e.similarity >= t;
     END IF;
 END $$;
+
+-- The lowest estimate an edge can have, as in revision 9, with verify "auto": the bottom of the
+-- ambiguous band (a pair estimated in the band is an edge when its exact Jaccard says so).
+CREATE OR REPLACE FUNCTION pgdedup.edge_floor(p_collection_id integer, p_threshold double precision,
+                                              p_verify text)
+RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN p_verify = 'auto'
+                THEN (SELECT b.lo FROM pgdedup.collections c, pgdedup.auto_band(p_threshold, c.num_perm) b
+                      WHERE c.collection_id = p_collection_id)
+                ELSE p_threshold END
+$$;
 
 -- The incremental decision's judgement of a closure step, as in revision 9, with verify "auto":
 -- an estimate at or above the band's top is an edge; one in the band is an edge if the pair's
@@ -257,10 +311,15 @@ BEGIN
        OR NOT prev.leaders OR prev.threshold <> coalesce(p_threshold, c.threshold)
        OR prev.max_bucket <> p_max_bucket OR prev.keep_order IS DISTINCT FROM ord THEN
         IF p_verify = 'auto' THEN  -- candidates once: kept for the call after the checks, and the decision
+            -- the candidates of an earlier call in this transaction, if made for this very decision:
+            -- same collection, cap, keep order, index version and last logged change
             reuse := to_regclass('pg_temp.pgdedup_estimated_for') IS NOT NULL;
             IF reuse THEN  -- (a separate statement: the table may not exist)
                 reuse := EXISTS (SELECT 1 FROM pg_temp.pgdedup_estimated_for f
-                                 WHERE f.collection_id = cid AND f.max_bucket = p_max_bucket AND f.keep_order = ord);
+                                 WHERE f.collection_id = cid AND f.max_bucket = p_max_bucket AND f.keep_order = ord
+                                   AND f.index_version = c.index_version
+                                   AND f.change_seq IS NOT DISTINCT FROM
+                                       (SELECT max(ch.seq) FROM pgdedup.changes ch WHERE ch.collection_id = cid));
             END IF;
             IF NOT reuse THEN
                 DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;
@@ -268,7 +327,9 @@ BEGIN
                 CREATE TEMP TABLE pgdedup_estimated ON COMMIT DROP AS
                     SELECT * FROM pgdedup.estimated_pairs(cid, p_max_bucket, true);
                 CREATE TEMP TABLE pgdedup_estimated_for ON COMMIT DROP AS
-                    SELECT cid AS collection_id, p_max_bucket AS max_bucket, ord AS keep_order;
+                    SELECT cid AS collection_id, p_max_bucket AS max_bucket, ord AS keep_order,
+                           c.index_version, (SELECT max(ch.seq) FROM pgdedup.changes ch
+                                             WHERE ch.collection_id = cid) AS change_seq;
                 t0 := pgdedup.stage(format('%s candidate pairs estimated', (SELECT count(*) FROM pg_temp.pgdedup_estimated)), t0);
             END IF;
             INSERT INTO pg_temp.pgdedup_unchecked
@@ -286,6 +347,7 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
+        PERFORM set_config('pgdedup.reuse_estimated', 'on', true);
         IF p_alter THEN
             RETURN QUERY SELECT 'full', m.* FROM pgdedup.mark_duplicates(p_collection, p_threshold, p_keep_order,
                                                                         p_column, p_max_bucket, p_verify) m;
@@ -294,12 +356,14 @@ BEGIN
                                                                         p_max_bucket, p_verify) f;
             PERFORM pgdedup.prune_changes(cid);
         END IF;
+        PERFORM set_config('pgdedup.reuse_estimated', 'off', true);
         t0 := pgdedup.stage('decided and stored in full', t0);
         PERFORM pgdedup.store_leaders(cid, tgt, p_max_bucket);
         t0 := pgdedup.stage('leaders of the capped buckets stored', t0);
         DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;  -- used up
         RETURN;
     END IF;
+    DROP TABLE IF EXISTS pg_temp.pgdedup_estimated, pg_temp.pgdedup_estimated_for;  -- a full run's only
     region := pgdedup.decide_changes(cid, tgt, p_threshold, p_keep_order, p_max_bucket, prev.change_seq, p_verify);
     IF EXISTS (SELECT 1 FROM pg_temp.pgdedup_unchecked) THEN
         t0 := pgdedup.stage(format('%s ambiguous pairs to check exactly',
@@ -309,8 +373,10 @@ BEGIN
     END IF;
     RETURN QUERY SELECT 'incremental', s.* FROM pgdedup.store_changes(cid, tgt, p_threshold, ord, p_max_bucket,
                                                                       started, region.texts) s;
-    -- store_changes records a result by estimate: record the mode that decided it
+    -- store_changes records a result and a run by estimate: record the mode that decided them
     UPDATE pgdedup.results r SET verify = p_verify WHERE r.collection_id = cid AND r.target = tgt;
+    UPDATE pgdedup.runs r SET stats = jsonb_set(r.stats, '{verify}', to_jsonb(p_verify))
+    WHERE r.run_id = (SELECT max(x.run_id) FROM pgdedup.runs x WHERE x.collection_id = cid AND x.kind = 'dedupe');
     -- only the touched buckets can have other leaders now
     DELETE FROM pgdedup.leaders l USING pg_temp.pgdedup_touched k
     WHERE l.collection_id = cid AND l.target = tgt AND l.band = k.band AND l.bucket = k.bucket;

@@ -133,3 +133,20 @@ def test_stage_lines_on_a_terminal_and_none_when_piped(conn, dsn, cases, capfd):
     assert "dedupe docs: stored, marks written" in incremental
     proc = cli("dedupe", "docs", "--keep-order", "n, id", "--full", "--dsn", dsn)  # piped: quiet
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_checks_are_made_from_the_signed_text_only(conn, dsn, cases):
+    """A row changed in the source after it was signed cannot be checked in its place: the run
+    stops with StaleResults (nothing stored for it) until index has seen the change."""
+    below = cases["below"]
+    conn.execute("UPDATE docs SET body = 'an entirely different text now' WHERE id = %s", (below[1],))
+    with pytest.raises(pgdedup.StaleResults, match="run `pgdedup index docs`"):
+        pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn)
+    assert conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0] == 0
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn).kind == "full"
+    conn.execute("INSERT INTO docs VALUES (98, 'one more text, alone', 5)")
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn).kind == "incremental"
+    assert conn.execute("SELECT stats->>'verify' FROM pgdedup.runs WHERE kind = 'dedupe' "
+                        "ORDER BY run_id DESC LIMIT 1").fetchone()[0] == "auto"
