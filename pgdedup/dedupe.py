@@ -115,7 +115,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
         with shown.stage("every candidate checked exactly"):
-            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order)
+            verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order, progress=shown.on)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",
                                (name, threshold, keep_order, column, max_bucket, verify)).fetchone()

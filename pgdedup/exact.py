@@ -18,12 +18,14 @@ by later runs; the estimate decides every other candidate.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from itertools import islice
 
 import numpy as np
 import psycopg
 from psycopg import sql
+from tqdm import tqdm
 
 from .collections import Collection
 from .copybin import copy_into
@@ -68,24 +70,28 @@ def _jaccards(conn: psycopg.Connection, coll: Collection, cur: psycopg.Cursor) -
 
 
 def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
-                 max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None) -> tuple[int, int]:
+                 max_bucket: int = 100, *, ranked: bool = False, keep_order: str | None = None,
+                 progress: bool = False) -> tuple[int, int]:
     """Fill ``pgdedup.exact_pairs`` for ``coll``; returns (pairs checked, pairs kept).
 
     The candidates are exactly those the estimate path would see: with ``ranked`` (dedupe) a
     capped bucket's leaders are its earliest rows in ``keep_order``, the rows dedupe keeps;
     without (pairs) they are its lowest row ids. ``pgdedup.results`` records the index version
     and parameters, so SQL that reads the pairs later can refuse them once they are stale.
-    Runs in the caller's transaction (which should hold the collection's lock).
+    Runs in the caller's transaction (which should hold the collection's lock). ``progress``
+    shows a counter of the pairs checked on stderr.
     """
     t = coll.params.threshold if threshold is None else threshold
     order = (conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order)).fetchone()[0]
              if ranked else None)
     conn.execute("DELETE FROM pgdedup.exact_pairs WHERE collection_id = %s", (coll.id,))
     checked = kept = 0
-    with conn.cursor(name="pgdedup_exact") as cur:
+    with conn.cursor(name="pgdedup_exact") as cur, \
+            tqdm(unit="pairs", desc=f"checking {coll.name} exactly", disable=not progress, file=sys.stderr) as bar:
         cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s, %s) ORDER BY row_a",
                     (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket, ranked))
         for batch in _jaccards(conn, coll, cur):
+            bar.update(len(batch))
             good = [(coll.id, a, b, j) for (a, b), j in batch if j >= t]
             with copy_into(conn, "exact_pairs", ("collection_id", "row_a", "row_b", "similarity"),
                            binary=False) as copy:
