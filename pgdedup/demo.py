@@ -61,7 +61,7 @@ def _run_on(dsn: str, rows: int) -> None:
                                   "create it; the demo never drops a table it did not make: use another database")
         if comment[1]:  # the demo's own table from an earlier run
             conn.execute("DROP TABLE feed_items CASCADE")
-        loaded = sample.load(conn, rows)
+        loaded = sample.load(conn, rows, prose=True)  # text a person can read and judge
         conn.execute(psycopg.sql.SQL("COMMENT ON TABLE feed_items IS {}").format(psycopg.sql.Literal(DEMO_COMMENT)))
     print(f"loaded {loaded} sample rows into feed_items")
     print(index("feed_items", "feed_item_id", TEXT_COLUMNS, dsn=dsn).summary())
