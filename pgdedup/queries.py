@@ -29,7 +29,7 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
     re-checks only the candidates whose estimate is too close to the threshold to decide
     (stored in ``pgdedup.checked``; it takes the lock too); the others keep their estimate. A bucket with more
     than ``max_bucket`` distinct texts pairs each of them only with its first ``max_bucket``.
-    ``progress`` (None: when stderr is a terminal) reports the exact checks on stderr.
+    ``progress`` (None: when stderr is a terminal) reports the exact checks and the end on stderr.
 
     Raises:
         CollectionNotFound, InvalidArgument, CollectionBusy (see ``dedupe``).
@@ -39,11 +39,12 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         conn = s.conn
         coll = get(conn, name, need_source=verify == "exact")
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
+        shown = Progress(f"pairs {name}", progress)
         if verify != "estimate":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
-            with Progress(f"pairs {name}", progress).stage(f"candidates checked exactly ({verify})"):
+            with shown.stage(f"candidates checked exactly ({verify})"):
                 (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
-        with conn.cursor(name="pgdedup_pairs") as cur:
+        with conn.cursor(name="pgdedup_pairs") as cur, shown.stage("every pair found and sent"):
             cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)",
                         (name, threshold, verify, max_bucket))
             yield from cur

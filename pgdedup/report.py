@@ -7,7 +7,9 @@ the differing words highlighted; and the decided pairs nearest the threshold, th
 human look. It reads the stored decision (``pgdedup.duplicates``, the in-place target if there
 is one) and samples what would be costly on a large collection: candidate estimates come from
 the ``SAMPLE_ROWS`` rows with the lowest row ids (row ids are hashes of the keys, so that is a
-fixed pseudo-random sample), and only the texts shown are read from the source table.
+fixed pseudo-random sample), at most ``PAIRS_PER_ROW`` bucket mates each (so a bucket that
+thousands of rows share costs no more than any other), and only the texts shown are read from
+the source table.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from .collections import Collection, get
 from .connection import Db, session
 from .errors import InvalidArgument, translated
 from .normalise import normalise, tokens
+from .progress import Progress
 from .queries import status
 from .tune import TuneReport, svg_plot
 
 SAMPLE_ROWS = 2000
-MAX_SAMPLE_PAIRS = 50_000
+PAIRS_PER_ROW = 25
 SHOWN_WORDS = 150
 
 
@@ -89,8 +92,9 @@ def _texts(conn: Any, coll: Collection, keys: list[str]) -> dict[str, str]:
 
 
 def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, near: int = 20,
-           dsn: Db = None) -> ReportResult:
+           dsn: Db = None, progress: bool | None = None) -> ReportResult:
     """Write the HTML report of collection ``name`` to ``path``; see the module docstring.
+    ``progress`` (None: when stderr is a terminal) prints a line as each step ends.
 
     Raises:
         CollectionNotFound, SourceMissing: no such collection, or its source table is gone.
@@ -98,7 +102,8 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
     """
     if min(groups, per_group, near) < 1:
         raise InvalidArgument("groups, per_group and near must be at least 1")
-    with translated(), session(dsn, f"pgdedup report {name}") as s:
+    shown = Progress(f"report {name}", progress)
+    with translated(), session(dsn, f"pgdedup report {name}") as s, shown.stage("page written"):
         conn = s.conn
         coll = get(conn, name, need_source=True)
         target = conn.execute("SELECT target FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
@@ -106,18 +111,20 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         if target is None:
             raise InvalidArgument(f"collection {name!r} has no dedupe result yet: run `pgdedup dedupe {name}` first")
         info = status(name, dsn=conn)[0]
-        sims = [r[0] for r in conn.execute(
-            "SELECT pgdedup.similarity(a.signature, b.signature) FROM ("
-            "  SELECT DISTINCT least(x.row_id, y.row_id) AS ra, greatest(x.row_id, y.row_id) AS rb"
-            "  FROM (SELECT g.row_id FROM pgdedup.signatures g WHERE g.collection_id = %(c)s AND g.feature_count > 0"
-            "        ORDER BY g.row_id LIMIT %(n)s) sample"
-            "  JOIN pgdedup.band_keys x ON x.collection_id = %(c)s AND x.row_id = sample.row_id"
-            "  JOIN pgdedup.band_keys y ON y.collection_id = %(c)s AND y.band = x.band AND y.bucket = x.bucket"
-            "                          AND y.row_id <> x.row_id"
-            "  LIMIT %(p)s) p"
-            " JOIN pgdedup.signatures a ON a.collection_id = %(c)s AND a.row_id = p.ra"
-            " JOIN pgdedup.signatures b ON b.collection_id = %(c)s AND b.row_id = p.rb",
-            {"c": coll.id, "n": SAMPLE_ROWS, "p": MAX_SAMPLE_PAIRS})]
+        with shown.stage("candidate pairs of the sample estimated"):
+            sims = [r[0] for r in conn.execute(
+                "SELECT pgdedup.similarity(a.signature, b.signature) FROM ("
+                "  SELECT DISTINCT least(sample.row_id, m.row_id) AS ra, greatest(sample.row_id, m.row_id) AS rb"
+                "  FROM (SELECT g.row_id, g.buckets FROM pgdedup.signatures g"
+                "        WHERE g.collection_id = %(c)s AND g.feature_count > 0 ORDER BY g.row_id LIMIT %(n)s) sample"
+                "  CROSS JOIN LATERAL ("
+                "    SELECT y.row_id FROM unnest(sample.buckets) WITH ORDINALITY AS u(bucket, band)"
+                "    JOIN pgdedup.band_keys y ON y.collection_id = %(c)s AND y.band = u.band - 1 AND y.bucket = u.bucket"
+                "                             AND y.row_id <> sample.row_id"
+                "    LIMIT %(p)s) m) p"
+                " JOIN pgdedup.signatures a ON a.collection_id = %(c)s AND a.row_id = p.ra"
+                " JOIN pgdedup.signatures b ON b.collection_id = %(c)s AND b.row_id = p.rb",
+                {"c": coll.id, "n": SAMPLE_ROWS, "p": PAIRS_PER_ROW})]
         sizes = conn.execute(
             "SELECT size, count(*) FROM (SELECT count(*) + 1 AS size FROM pgdedup.duplicates "
             "WHERE collection_id = %s AND target = %s GROUP BY duplicate_of) g GROUP BY size ORDER BY size",
@@ -136,8 +143,8 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         wanted = {k for k, _ in largest} | {k for ms in members.values() for k, _ in ms}
         wanted |= {k for pair in nearest for k in pair[:2]}
         texts = _texts(conn, coll, sorted(wanted))
-    page = _page(coll, info, target[0], sims, sizes, largest, members, nearest, texts)
-    Path(path).write_text(page, encoding="utf-8")
+        page = _page(coll, info, target[0], sims, sizes, largest, members, nearest, texts)
+        Path(path).write_text(page, encoding="utf-8")
     return ReportResult(name, str(path), len(largest), len(sims))
 
 

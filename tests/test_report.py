@@ -57,3 +57,12 @@ def test_the_page_shows_the_groups(tmp_path, conn, dsn, items):
     image = matplotlib.image.imread(shot)
     ink = (image[:, :, :3] < 0.9).any(axis=2).mean()  # share of pixels that are not (nearly) white
     assert 0.02 < ink < 0.9, ink
+
+
+def test_stage_lines_of_report_and_pairs(tmp_path, conn, dsn, items, capfd):
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn, progress=False)
+    pgdedup.report("items", tmp_path / "r.html", dsn=dsn, progress=True)
+    assert list(pgdedup.pairs("items", dsn=dsn, progress=True))
+    err = capfd.readouterr().err
+    assert re.search(r"report items: candidate pairs of the sample estimated \(\d+\.\d s\)", err), err
+    assert "report items: page written" in err and "pairs items: every pair found and sent" in err
