@@ -142,6 +142,15 @@ class Source:
         return sql.SQL(self.key_type)
 
 
+def source_texts(conn: psycopg.Connection, source: Source, keys: list[str]) -> dict[str, str]:
+    """The text (``Source.text_sql``) of the source rows with these keys (as stored: text), by key;
+    a key the table does not have is absent. Read by the table's own key index."""
+    return dict(conn.execute(sql.SQL(
+        "SELECT s.{key}::text, {text} FROM {table} s WHERE s.{key} = ANY(%s::{cast}[])"
+    ).format(key=sql.Identifier(source.key), text=source.text_sql, table=source.table_sql, cast=source.key_cast),
+        (keys,)).fetchall())
+
+
 def find_table(conn: psycopg.Connection, table: str, schema: str | None = None) -> tuple[str, str]:
     """(schema, table) of a table given literally, or as ``schema.table`` / quoted SQL syntax.
 

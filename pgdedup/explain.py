@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from psycopg import sql
 
 from .collections import get
 from .connection import Db, session
+from .db import source_texts
 from .errors import RowNotFound, translated
 from .exact import jaccard
 from .features import features
@@ -111,12 +111,8 @@ def explain(name: str, key_a: str, key_b: str, *, dsn: Db = None) -> Explanation
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(
             "SELECT * FROM pgdedup.explain(%s, %s::text, %s::text)", (name, str(key_a), str(key_b))).fetchone()
         src = coll.source
-        texts = dict(conn.execute(sql.SQL(
-            "SELECT g.row_key, {text} FROM pgdedup.signatures g JOIN {table} s ON s.{key} = g.row_key::{cast} "
-            "WHERE g.collection_id = %s AND g.row_key = ANY(ARRAY[pgdedup.key_text(%s, %s), pgdedup.key_text(%s, %s)])"
-        ).format(text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key), cast=src.key_cast),
-            (coll.id, coll.id, str(key_a), coll.id, str(key_b))).fetchall())
         keys = [conn.execute("SELECT pgdedup.key_text(%s, %s)", (coll.id, str(k))).fetchone()[0] for k in (key_a, key_b)]
+        texts = source_texts(conn, src, keys)
     missing = [k for k in keys if k not in texts]
     if missing:
         raise RowNotFound(f"the source table {src.label} has no row with key {missing[0]!r} any more")

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from psycopg import sql
 
 from .collections import Collection, get
 from .connection import Db, session
+from .db import source_texts
 from .errors import InvalidArgument, translated
 from .normalise import normalise, tokens
 from .progress import Progress
@@ -83,14 +83,6 @@ def _bars(counts: list[tuple[int, int]]) -> str:
             f'<text x="{w / 2:.0f}" y="{h - 4}" text-anchor="middle">group size</text></svg>')
 
 
-def _texts(conn: Any, coll: Collection, keys: list[str]) -> dict[str, str]:
-    src = coll.source
-    return dict(conn.execute(sql.SQL(
-        "SELECT s.{key}::text, {text} FROM {table} s WHERE s.{key} = ANY(%s::{cast}[])"
-    ).format(key=sql.Identifier(src.key), text=src.text_sql, table=src.table_sql, cast=src.key_cast),
-        (keys,)).fetchall())
-
-
 def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, near: int = 20,
            dsn: Db = None, progress: bool | None = None) -> ReportResult:
     """Write the HTML report of collection ``name`` to ``path``; see the module docstring.
@@ -142,7 +134,7 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
             (coll.id, target[0], coll.params.threshold, near)).fetchall()
         wanted = {k for k, _ in largest} | {k for ms in members.values() for k, _ in ms}
         wanted |= {k for pair in nearest for k in pair[:2]}
-        texts = _texts(conn, coll, sorted(wanted))
+        texts = source_texts(conn, coll.source, sorted(wanted))
         page = _page(coll, info, target[0], sims, sizes, largest, members, nearest, texts)
         Path(path).write_text(page, encoding="utf-8")
     return ReportResult(name, str(path), len(largest), len(sims))
