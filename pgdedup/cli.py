@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="sign a table's text into MinHash signatures and band keys",
                        epilog="examples: pgdedup index feed_items --key feed_item_id --text title --text content; "
                               "pgdedup index tickets --key id --text body --partition-by tenant_id (rows compared within a "
-                              "tenant only); pgdedup index feed_items (an existing collection, with its stored settings)")
+                              "tenant only); pgdedup index feed_items (an existing collection, with its stored settings); "
+                              "pgdedup index crawl --scheduler tcp://10.0.0.5:8786 (signed on a Dask cluster)")
     p.add_argument("table", metavar="TABLE", help="source table, optionally schema-qualified; or, without "
                    "--key and --text, the name of an existing collection")
     p.add_argument("--key", metavar="COLUMN", help="unique key column: smallint, integer, bigint, uuid, text or varchar")
@@ -111,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(which otherwise signs just the keys its triggers queued)")
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, help="rows per chunk (default %(default)s)")
     p.add_argument("--workers", type=int, help="worker processes, each signing one key range; never more "
-                   "than one per chunk of rows (default: one per core, at most one per 25,000 rows)")
+                   "than one per chunk of rows (default: one per core, at most one per 25,000 rows); with "
+                   "--scheduler, key-range tasks (default: one per thread of the cluster)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="sign on a Dask cluster: the scheduler's address, "
+                   "e.g. tcp://10.0.0.5:8786 (needs pgdedup[dask] here and on every worker, and workers that "
+                   "reach the database at the same DSN)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _json(p)
     _add_dsn(p)
@@ -311,7 +316,7 @@ def run(args: argparse.Namespace) -> None:
             ngram=args.ngram, bands=args.bands, rows=args.rows)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        full=args.full, dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
-                       workers=args.workers, partition_by=args.partition_by)
+                       workers=args.workers, partition_by=args.partition_by, scheduler=args.scheduler)
         _emit(args, result.summary(), {**asdict(result), "unchanged": result.unchanged})
     elif args.command == "dedupe":
         done = dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,

@@ -16,7 +16,9 @@ import queue
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -25,13 +27,16 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from . import collections, copybin, hashing, tracking
+from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
 from .db import Source, connect, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
 from .signer import sign_texts
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 DEFAULT_CHUNK = 2000
 #: Column order of the binary stream ``copybin.signatures`` builds.
@@ -149,7 +154,7 @@ def write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple],
 
 
 @dataclass(frozen=True)
-class _Job:
+class RangeJob:
     """What a worker needs to sign one key range (picklable: it crosses into a spawned process)."""
 
     dsn: str
@@ -162,7 +167,7 @@ class _Job:
     lock_holder: int  # backend pid of the run's session, which holds the collection's lock
 
 
-def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int], object]) -> int:
+def sign_range(job: RangeJob, lo: str | None, hi: str | None, report: Callable[[int], object]) -> int:
     """Stream, sign and store the new/changed rows of one key range; returns rows signed."""
     signed = 0
     app = f"pgdedup index {job.name} (worker)"
@@ -180,11 +185,11 @@ def _sign_range(job: _Job, lo: str | None, hi: str | None, report: Callable[[int
             try:
                 write_chunk(writer, job.collection_id, rows, job.params, job.band_table, job.lock_holder,
                             job.source.partition is not None)
-            except psycopg.errors.UniqueViolation as exc:
-                what = ("two keys hash to the same row id (xxh3 collision); please report it"
-                        if "row_id" in (exc.diag.constraint_name or "") else "it is not unique")
-                raise UnsafeOperation(f"key column {job.source.key!r} of {job.source.label}: {what} "
-                                      f"({exc.diag.message_detail or 'duplicate key'})") from exc
+            except psycopg.errors.UniqueViolation as exc:  # the keys were proved unique before the run
+                raise UnsafeOperation(f"key column {job.source.key!r} of {job.source.label}: two rows got the same "
+                                      "row id: the key stopped being unique during the run, or two keys' xxh3 "
+                                      f"hashes collide (please report it) ({exc.diag.message_detail or 'duplicate key'})"
+                                      ) from exc
             signed += len(rows)
             report(len(rows))
     return signed
@@ -203,18 +208,18 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker(job: _Job, lo: str | None, hi: str | None, parent: int, results: "mp.Queue[tuple[str, object]]") -> None:
+def _worker(job: RangeJob, lo: str | None, hi: str | None, parent: int, results: "mp.Queue[tuple[str, object]]") -> None:
     """Entry point of a worker process: one key range; reports ("progress", n), then ("done", n)
     or ("error", message)."""
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     try:
-        results.put(("done", _sign_range(job, lo, hi, lambda n: results.put(("progress", n)))))
+        results.put(("done", sign_range(job, lo, hi, lambda n: results.put(("progress", n)))))
     except Exception as exc:  # every failure goes back to the parent, which raises it
         results.put(("error", message_of(exc) if isinstance(exc, psycopg.Error) else str(exc)))
 
 
-def _sign_parallel(job: _Job, ranges: list[tuple[str | None, str | None]], bar: tqdm) -> int:
+def _sign_parallel(job: RangeJob, ranges: list[tuple[str | None, str | None]], bar: tqdm) -> int:
     """Sign key ranges in worker processes (spawned: no connection is shared across a fork).
 
     The workers die with this process (and are terminated when it stops early, e.g. on Ctrl-C).
@@ -302,7 +307,8 @@ def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
 def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] | None = None, *,
           name: str | None = None, schema: str | None = None, params: Params | None = None,
           reindex: bool = False, full: bool = False, dsn: Db = None, chunk_size: int = DEFAULT_CHUNK,
-          progress: bool | None = None, workers: int | None = 1, partition_by: str | None = None) -> IndexResult:
+          progress: bool | None = None, workers: int | None = 1, partition_by: str | None = None,
+          scheduler: str | None = None) -> IndexResult:
     """Index ``table`` into collection ``name`` (default: the table name); see the module docstring.
 
     Without ``key`` and ``text``, ``table`` names an existing collection, which is brought up to
@@ -317,8 +323,11 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
 
     ``workers`` processes each sign one key range (None: ``default_workers``, as the CLI does);
     results do not depend on it. Worker processes are spawned, so a script that asks for more
-    than one must call this under ``if __name__ == "__main__":``. ``progress`` None shows a
-    progress bar when stderr is a terminal.
+    than one must call this under ``if __name__ == "__main__":``. With ``scheduler`` (a Dask
+    scheduler's address, see ``pgdedup.cluster``) the key ranges are tasks on that cluster
+    instead, ``workers`` of them (None: one per thread of the cluster); a run from the queue of
+    a tracked collection stays local. ``progress`` None shows a progress bar when stderr is a
+    terminal.
 
     Everything is checked (table, columns, parameters, unique keys) before the first write; then
     the collection's lock is taken and held for the whole run, and every chunk's transaction
@@ -328,7 +337,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         InvalidArgument: bad parameters, or settings that differ from the stored ones without ``reindex``.
         UnsafeOperation: the key is not unique.
         CollectionBusy: another run (index, dedupe, ...) holds the collection's lock.
-        PgdedupError: a missing table or column, a failed worker, a connection failure.
+        PgdedupError: a missing table or column, a failed worker, a connection failure, a
+            scheduler that cannot be reached.
     """
     _check_run_options(chunk_size, workers)
     if (key is None) != (text is None):
@@ -338,7 +348,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
                               "columns); an existing one keeps the one it was indexed with")
     dsn = resolve_dsn(own_dsn(dsn, "index"))
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
-    with translated(), connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
+    with translated(), _cluster(scheduler) as client, \
+            connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
         if key is None:  # an existing collection, with what it stores
             stored = collections.get(writer, name or table, need_source=True)
             name, source, params = stored.name, stored.source, params or stored.params
@@ -357,7 +368,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         try:
             with writer.transaction():
                 coll = collections.settle(writer, coll, source, params, reindex)
-            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full)
+            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full, client)
             with writer.transaction():
                 writer.execute(
                     "UPDATE pgdedup.collections SET rows_indexed = CASE WHEN %s THEN %s ELSE (SELECT count(*) "
@@ -371,8 +382,13 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
     return result
 
 
+def _cluster(scheduler: str | None) -> AbstractContextManager["Client | None"]:
+    """The Dask client of a run with ``scheduler`` (connected before anything is written), else None."""
+    return nullcontext() if scheduler is None else cluster.connect(scheduler)
+
+
 def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
-         progress: bool | None, workers: int | None, t0: float, full: bool) -> IndexResult:
+         progress: bool | None, workers: int | None, t0: float, full: bool, client: "Client | None") -> IndexResult:
     """The locked part of an index run: from the queue of a tracked collection, else by comparing
     every row (forget vanished rows, sign new and changed ones)."""
     seqs, needs_full = tracking.queue_state(writer, coll.id) if coll.tracked else ([], False)
@@ -381,7 +397,7 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
     if seqs:  # a full comparison sees text changes; the queued keys may have changed in other columns too
         writer.execute("SELECT pgdedup.log_changes(%s, ARRAY(SELECT row_key FROM pgdedup.queue "
                        "WHERE seq = ANY(%s) AND row_key IS NOT NULL))", (coll.id, seqs))
-    result = _run_full(writer, dsn, coll, source, chunk_size, progress, workers, t0)
+    result = _run_full(writer, dsn, coll, source, chunk_size, progress, workers, t0, client)
     if seqs:  # every change they announce was committed before the full comparison read the table
         with writer.transaction():
             tracking.consume(writer, seqs)
@@ -419,25 +435,31 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
 
 
 def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
-              progress: bool | None, workers: int | None, t0: float) -> IndexResult:
-    """Compare every row: forget vanished rows, sign new and changed ones."""
+              progress: bool | None, workers: int | None, t0: float, client: "Client | None") -> IndexResult:
+    """Compare every row: forget vanished rows, sign new and changed ones (key ranges signed
+    here, by worker processes, or as tasks on ``client``'s cluster)."""
     removed = _remove_vanished(writer, source, coll.id)
     source_rows, null_keys = writer.execute(
         sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
         .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
     show = sys.stderr.isatty() if progress is None else progress
     total = source_rows if coll.rows_indexed == 0 else None
-    parts = workers if workers is not None else default_workers(source_rows)
+    if workers is not None:
+        parts = workers
+    else:
+        parts = cluster.slots(client) if client is not None else default_workers(source_rows)
     # never a worker with less than a chunk of rows: each costs a process start and a connection
     ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
     # a first load stages its band keys and moves them in one sorted insert at the end;
     # a crashed run's staged keys are moved first, so a rerun sees everything committed
     writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
     bands = "band_keys_staged" if coll.rows_indexed == 0 else "band_keys"
-    job = _Job(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
+    job = RangeJob(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
     with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:
-        if len(ranges) == 1:
-            signed = _sign_range(job, None, None, bar.update)
+        if client is not None:
+            signed = cluster.sign_ranges(client, job, ranges, bar.update)
+        elif len(ranges) == 1:
+            signed = sign_range(job, None, None, bar.update)
         else:
             signed = _sign_parallel(job, ranges, bar)
     writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))

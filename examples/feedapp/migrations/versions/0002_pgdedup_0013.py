@@ -1,6 +1,6 @@
-"""Take in pgdedup's newer revisions (up to 0012_explain), as an app does for each pgdedup release.
+"""Take in pgdedup's newer revisions (up to 0013_distributable), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_0012
+Revision ID: 0002_pgdedup_0013
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_0012"
+revision = "0002_pgdedup_0013"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0012_explain")
+    pgdedup.migrate(op.get_bind(), "0013_distributable")
 
 
 def downgrade() -> None:
