@@ -30,15 +30,26 @@ def server_dsn() -> Iterator[str]:
         yield pg.dsn
 
 
-@pytest.fixture
-def dsn(server_dsn: str) -> Iterator[str]:
-    """DSN of a new, empty database, dropped after the test."""
+def _scratch_database(server_dsn: str) -> Iterator[str]:
+    """DSN of a new, empty database, dropped when the generator is closed."""
     name = f"pgdedup_test_{os.getpid()}_{next(_counter)}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     yield make_conninfo(server_dsn, dbname=name)
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def dsn(server_dsn: str) -> Iterator[str]:
+    """DSN of a new, empty database, dropped after the test."""
+    yield from _scratch_database(server_dsn)
+
+
+@pytest.fixture
+def second_dsn(server_dsn: str) -> Iterator[str]:
+    """Another new, empty database on the same server (two installations side by side)."""
+    yield from _scratch_database(server_dsn)
 
 
 @pytest.fixture

@@ -22,23 +22,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pgdedup
 
+import families
+from families import PARAMS
 from clirun import cli, cli_background, one_line_error
-
-FAMILIES = 4
-WORDS = 24
-
-
-def _text(rng: random.Random, family: int, edits: int) -> str:
-    """A family's base text with ``edits`` words replaced: edits 0-3 give Jaccards from 1 down to
-    about 0.6 against the base (word 3-grams), so pairs fall on both sides of the threshold."""
-    words = [f"f{family}w{i}" for i in range(WORDS)]
-    for _ in range(edits):
-        words[rng.randrange(WORDS)] = f"x{rng.randrange(40)}"
-    return " ".join(words)
-
-
-PARAMS = pgdedup.Params(threshold=0.7, ngram=3, num_perm=32, bands=8, rows=2)
-
 
 def _marks_column(conn) -> dict[int, int | None]:
     return dict(conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall())
@@ -58,28 +44,6 @@ def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int, verify: str =
     return dict(rows)
 
 
-def _apply(conn, rng: random.Random, ops: int, next_id: list[int], tracked: bool) -> None:
-    """A batch of random changes in a few statements, as an application would make them."""
-    ids = [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY id")]
-    for _ in range(ops):
-        op = rng.choice(["insert", "insert", "edit", "order", "delete"] if tracked else
-                        ["insert", "insert", "edit", "delete"])
-        if op == "insert" or not ids:
-            next_id[0] += 1
-            conn.execute("INSERT INTO docs VALUES (%s, %s, %s)",
-                         (next_id[0], _text(rng, rng.randrange(FAMILIES), rng.randrange(4)), rng.randrange(10)))
-            ids.append(next_id[0])
-        elif op == "edit":
-            conn.execute("UPDATE docs SET body = %s WHERE id = %s",
-                         (_text(rng, rng.randrange(FAMILIES), rng.randrange(4)), rng.choice(ids)))
-        elif op == "order":  # a keep-order column only: seen through tracking
-            conn.execute("UPDATE docs SET published_at = %s WHERE id = %s", (rng.randrange(10), rng.choice(ids)))
-        else:
-            gone = ids.pop(rng.randrange(len(ids)))
-            conn.execute("DELETE FROM docs WHERE id = %s", (gone,))
-    conn.commit()
-
-
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), tracked=st.booleans(), max_bucket=st.sampled_from([2, 3, 100]),
        keep_order=st.sampled_from(["published_at, id", "published_at desc", "id desc"]),
@@ -92,14 +56,14 @@ def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
     conn.commit()
     next_id = [0]
-    _apply(conn, rng, 30, next_id, tracked=False)
+    families.apply(conn, rng, 30, next_id, tracked=False)
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     if tracked:
         pgdedup.track("docs", dsn=dsn)
     first = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, dsn=dsn)
     assert first.kind == "full"
     for _ in range(3):
-        _apply(conn, rng, rng.randrange(1, 12), next_id, tracked)
+        families.apply(conn, rng, rng.randrange(1, 12), next_id, tracked)
         pgdedup.index("docs", dsn=dsn, progress=False)
         result = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, dsn=dsn)
         assert result.kind == "incremental"
@@ -114,7 +78,7 @@ def docs(conn, dsn):
     rng = random.Random(1)
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
     conn.commit()
-    _apply(conn, rng, 40, [0], tracked=False)
+    families.apply(conn, rng, 40, [0], tracked=False)
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     return rng
 
@@ -230,13 +194,13 @@ def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
     with conn.cursor().copy("COPY docs FROM STDIN") as copy:
         for i in range(1, 1001):
-            copy.write_row((i, " ".join(f"u{rng.randrange(10**6)}" for _ in range(WORDS)), 0))
+            copy.write_row((i, " ".join(f"u{rng.randrange(10**6)}" for _ in range(families.WORDS)), 0))
         for i in range(1001, 1004):
-            copy.write_row((i, _text(rng, 0, 1), i))
+            copy.write_row((i, families.text(rng, 0, 1), i))
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     by_estimate = {"keep_order": "published_at, id", "verify": "estimate", "dsn": dsn}
     assert pgdedup.dedupe("docs", **by_estimate).kind == "full"
-    conn.execute("INSERT INTO docs VALUES (2000, %s, 0)", (_text(rng, 0, 1),))  # sorts first: the new keeper
+    conn.execute("INSERT INTO docs VALUES (2000, %s, 0)", (families.text(rng, 0, 1),))  # sorts first: the new keeper
     pgdedup.index("docs", dsn=dsn, progress=False)
     result = pgdedup.dedupe("docs", **by_estimate)
     # the new row, and the one family row after it in keep order that it has an edge to (the
@@ -258,12 +222,12 @@ def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
     with conn.cursor().copy("COPY docs FROM STDIN") as copy:
         for i in range(1, 41):
-            copy.write_row((i, _text(rng, 0, 1), 0))
+            copy.write_row((i, families.text(rng, 0, 1), 0))
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
     capped = conn.execute("SELECT count(DISTINCT (band, bucket)) FROM pgdedup.leaders").fetchone()[0]
     assert capped > 0, "the story's buckets hold more than 5 texts"
-    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (_text(rng, 0, 1),))
+    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (families.text(rng, 0, 1),))
     conn.commit()
     pgdedup.index("docs", dsn=dsn, progress=False)
     result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn)
