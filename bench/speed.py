@@ -216,7 +216,7 @@ def flow_table(dsn: str, sizes: list[int]) -> None:
     table(["rows", *(f"{n:,}" for n in sizes)], [[m, *(results[n][m] for n in sizes)] for m in metrics])
 
 
-def machine(dsn: str | None) -> None:
+def machine(dsn: str | None, packages: tuple[str, ...] = ("pgdedup", "datasketch", "rensa", "numpy")) -> None:
     from importlib.metadata import version
     mem = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
     pg = "not used"
@@ -227,7 +227,7 @@ def machine(dsn: str | None) -> None:
     print(f"machine: nproc {len(os.sched_getaffinity(0))}, RAM {mem / 2**20:.1f} GB, {platform.machine()}, "
           f"load avg {' '.join(f'{x:.2f}' for x in os.getloadavg())} (shared machines make timings noisy)")
     print(f"python {platform.python_version()}, PostgreSQL {pg}, "
-          + ", ".join(f"{m} {version(m)}" for m in ("pgdedup", "datasketch", "rensa", "numpy")))
+          + ", ".join(f"{m} {version(m)}" for m in packages))
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from .db import Source, connect, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
-from .signer import sign_texts
+from .signer import SignedChunk, sign_texts
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -135,7 +135,14 @@ def write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple],
     the collection's lock, so nothing is written for a run that has died or been replaced.
     """
     texts = ["\n".join(c for c in r[4:] if c is not None) for r in rows]
-    signed = sign_texts(texts, params, [r[3] for r in rows] if partitioned else None)
+    store_chunk(conn, collection_id, rows, sign_texts(texts, params, [r[3] for r in rows] if partitioned else None),
+                band_table, lock_holder)
+
+
+def store_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], signed: SignedChunk, band_table: str,
+                lock_holder: int) -> None:
+    """The server's half of ``write_chunk``: store the signed rows in one transaction (apart so
+    that bench/scaling.py can time the server's rate without the signing)."""
     keys = [r[0] for r in rows]
     row_ids = hashing.row_ids(keys)
     existing = [r[1] for r in rows if r[1] is not None]
