@@ -8,8 +8,9 @@ a throwaway LocalPostgres (or ``--dsn``: a scratch database whose ``feed_items``
 
 Table 1, index throughput: ``pgdedup.index`` from an empty ``pgdedup`` schema with 1 worker,
 2 worker processes, and ``scheduler=`` a Dask LocalCluster of 2 worker processes × 1 thread
-(started once, before the timed runs, as a cluster exists before a run), each in a fresh
-subprocess, ``--repeat`` times in turn; median (min–max) seconds and rows/s.
+(started before each of its runs and stopped after, outside the timed part, as a cluster
+exists before a run; Dask's profiler off), each in a fresh subprocess, ``--repeat`` times in
+turn; median (min–max) seconds and rows/s.
 
 Table 2, the storing ceiling: one session stores the same rows again, signed beforehand (rows
 streamed and signed untimed; ``loader.store_chunk`` timed: serialising, COPY of signatures and
@@ -30,6 +31,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,16 +58,34 @@ def spread(values: list[float], fmt: str = "{:,.1f}") -> str:
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-def index_runs(dsn: str, n: int, scheduler: str, repeat: int) -> dict[str, list[float]]:
+@contextmanager
+def local_cluster(dask: bool) -> Iterator[str]:
+    """The address of a Dask LocalCluster of 2 worker processes × 1 thread, started before the
+    timed run and stopped after it (idle workers still cost CPU, which the local runs must not
+    share), without Dask's statistical profiler (it samples every thread every 10 ms); "" when
+    not ``dask``."""
+    if not dask:
+        yield ""
+        return
+    import dask.config
+    from distributed import LocalCluster
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=40) as cluster:
+        yield cluster.scheduler_address
+
+
+def index_runs(dsn: str, n: int, repeat: int) -> dict[str, list[float]]:
     """Seconds of each index mode, ``repeat`` rounds of the three in turn (so drift hits all)."""
     import psycopg
-    modes = {"1 worker": ("1", ""), "2 workers": ("2", ""), "Dask, 2 processes": ("2", scheduler)}
+    modes = {"1 worker": ("1", False), "2 workers": ("2", False), "Dask, 2 processes": ("2", True)}
     seconds: dict[str, list[float]] = {m: [] for m in modes}
     with psycopg.connect(dsn, autocommit=True) as conn:
         for _ in range(repeat):
-            for mode, (workers, address) in modes.items():
+            for mode, (workers, dask) in modes.items():
                 conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
-                r = child(["-c", INDEX_CHILD, dsn, workers, address])
+                with local_cluster(dask) as address:
+                    r = child(["-c", INDEX_CHILD, dsn, workers, address])
                 assert r["signed"] == n, r
                 seconds[mode].append(r["seconds"])
     return seconds
@@ -132,7 +153,7 @@ def per_row(dsn: str, n: int) -> tuple[list[list[str]], list[list[str]]]:
     return runs, rows
 
 
-def one_size(dsn: str, n: int, scheduler: str, repeat: int) -> None:
+def one_size(dsn: str, n: int, repeat: int) -> None:
     import psycopg
     from pgdedup import sample
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -140,7 +161,7 @@ def one_size(dsn: str, n: int, scheduler: str, repeat: int) -> None:
         conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
         sample.load(conn, n, "feed_items", seed=SEED)
         conn.execute("VACUUM (ANALYZE) feed_items")
-    seconds = index_runs(dsn, n, scheduler, repeat)
+    seconds = index_runs(dsn, n, repeat)
     print(f"\nTable 1, {n:,} rows: pgdedup index from an empty schema, {repeat} rounds")
     table(["mode", "seconds", "rows/s", "× 1 worker"],
           [[mode, spread(s), spread([n / x for x in s], "{:,.0f}"),
@@ -163,16 +184,13 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3, help="rounds of the index runs per size")
     p.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped); default: LocalPostgres")
     args = p.parse_args()
-    from distributed import LocalCluster
     from pgdedup.localpg import LocalPostgres
     server = None if args.dsn else LocalPostgres()
     dsn = args.dsn or server.start()
     try:
         machine(dsn, ("pgdedup", "distributed", "numpy"))
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                          silence_logs=40) as cluster:
-            for n in (int(s.replace("_", "")) for s in args.rows.split(",") if s.strip()):
-                one_size(dsn, n, cluster.scheduler_address, args.repeat)
+        for n in (int(s.replace("_", "")) for s in args.rows.split(",") if s.strip()):
+            one_size(dsn, n, args.repeat)
     finally:
         if server:
             server.stop()

@@ -41,16 +41,27 @@ def loose_threshold(threshold: float, num_perm: int) -> float:
     return max(threshold - 3 * math.sqrt(threshold * (1 - threshold) / num_perm), 0.01)
 
 
-def _feature_sets(conn: psycopg.Connection, coll: Collection, row_ids: list[int]) -> dict[int, np.ndarray]:
-    """Sorted distinct shingle hashes of the given rows, re-read from the source table."""
+def _feature_sets(conn: psycopg.Connection, coll: Collection, by: str, ids: list[int]) -> dict[int, np.ndarray]:
+    """Sorted distinct shingle hashes, re-read from the source table, of the rows with the given
+    ``row_id``s or of the texts with the given ``text_hash``es (``by``), each from a row whose
+    source text is still the one that was signed (its md5 unchanged): an id without such a row
+    is missing from the result."""
     src = coll.source
     rows = conn.execute(sql.SQL(
-        "SELECT g.row_id, {text} FROM pgdedup.signatures g JOIN {table} s ON s.{key} = g.row_key::{cast} "
-        "WHERE g.collection_id = {cid} AND g.row_id = ANY({ids})").format(
-            text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key), cast=src.key_cast,
-            cid=sql.Literal(coll.id), ids=sql.Literal(row_ids))).fetchall()
+        "SELECT DISTINCT ON (g.{by}) g.{by}, {text} FROM pgdedup.signatures g "
+        "JOIN {table} s ON s.{key} = g.row_key::{cast} "
+        "WHERE g.collection_id = %s AND g.{by} = ANY(%s) AND g.source_md5 = {md5} "
+        "ORDER BY g.{by}, g.row_id").format(
+            by=sql.Identifier(by), text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key),
+            cast=src.key_cast, md5=src.md5_sql), (coll.id, ids)).fetchall()
     feats = features([normalise(r[1]) for r in rows], coll.params.spec, coll.params.seed)
     return {r[0]: np.unique(feats.hashes[feats.offsets[i]:feats.offsets[i + 1]]) for i, r in enumerate(rows)}
+
+
+def _stale(coll: Collection) -> StaleResults:
+    """What a check meets when the source text of a row differs from what was signed."""
+    return StaleResults(f"collection {coll.name!r}: rows changed in {coll.source.label} after they were signed; "
+                        f"run `pgdedup index {coll.name}`, then dedupe again")
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -65,8 +76,10 @@ def _jaccards(conn: psycopg.Connection, coll: Collection, cur: psycopg.Cursor) -
     """Batches of (row of ``cur``, exact Jaccard of its first two columns, row ids), ``BATCH``
     rows at a time: texts are re-read per batch, so memory is bounded by the batch."""
     while batch := list(islice(cur, BATCH)):
-        sets = _feature_sets(conn, coll, sorted({i for row in batch for i in row[:2]}))
-        yield [(row, jaccard(sets.get(row[0], np.empty(0)), sets.get(row[1], np.empty(0)))) for row in batch]
+        sets = _feature_sets(conn, coll, "row_id", sorted({i for row in batch for i in row[:2]}))
+        if any(row[0] not in sets or row[1] not in sets for row in batch):
+            raise _stale(coll)
+        yield [(row, jaccard(sets[row[0]], sets[row[1]])) for row in batch]
 
 
 def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
@@ -80,6 +93,10 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     and parameters, so SQL that reads the pairs later can refuse them once they are stale.
     Runs in the caller's transaction (which should hold the collection's lock). ``progress``
     shows a counter of the pairs checked on stderr.
+
+    Raises:
+        StaleResults: a candidate's row changed or vanished in the source table after it was
+            signed (``pgdedup index`` has not seen the change yet).
     """
     t = coll.params.threshold if threshold is None else threshold
     order = (conn.execute("SELECT pgdedup.rank_rows(%s, %s)", (coll.id, keep_order)).fetchone()[0]
@@ -114,20 +131,48 @@ def check_ambiguous(conn: psycopg.Connection, coll: Collection, threshold: float
                         .format(sql.Literal(coll.id), sql.Literal(t), sql.Literal(max_bucket)))
 
 
-def _text_feature_sets(conn: psycopg.Connection, coll: Collection, text_hashes: list[int]) -> dict[int, np.ndarray]:
-    """Sorted distinct shingle hashes of the given texts (by text hash), each re-read from a row
-    whose source text is still the one that was signed (its md5 unchanged); a text none of whose
-    rows is like that is missing from the result."""
-    src = coll.source
-    rows = conn.execute(sql.SQL(
-        "SELECT DISTINCT ON (g.text_hash) g.text_hash, {text} FROM pgdedup.signatures g "
-        "JOIN {table} s ON s.{key} = g.row_key::{cast} "
-        "WHERE g.collection_id = %s AND g.text_hash = ANY(%s) AND g.source_md5 = {md5} "
-        "ORDER BY g.text_hash, g.row_id").format(
-            text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key), cast=src.key_cast,
-            md5=src.md5_sql), (coll.id, text_hashes)).fetchall()
-    feats = features([normalise(r[1]) for r in rows], coll.params.spec, coll.params.seed)
-    return {r[0]: np.unique(feats.hashes[feats.offsets[i]:feats.offsets[i + 1]]) for i, r in enumerate(rows)}
+def _components(pairs: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The pairs grouped by connected component of the graph they form over texts (union-find),
+    components in order of their smallest pair, pairs sorted within each: batches made of whole
+    components read and shingle each text once, where batches of sorted pairs re-read a text
+    for every batch that meets it."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for pair in sorted(pairs):
+        groups.setdefault(root(pair[0]), []).append(pair)
+    return list(groups.values())
+
+
+def _batches(pairs: list[tuple[int, int]], texts: int = BATCH) -> Iterator[list[tuple[int, int]]]:
+    """Pairs in batches of whole components holding at most about ``texts`` texts; a component
+    larger than that is cut into runs of ``texts`` pairs (its texts then read once per run)."""
+    batch: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    for group in _components(pairs):
+        members = {t for pair in group for t in pair}
+        if batch and len(seen) + len(members) > texts:
+            yield batch
+            batch, seen = [], set()
+        if len(members) > texts:
+            for i in range(0, len(group), texts):
+                yield group[i:i + texts]
+            continue
+        batch += group
+        seen |= members
+    if batch:
+        yield batch
 
 
 def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable) -> int:
@@ -138,22 +183,19 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
     collection keeps its settings, so later runs check only pairs they have not seen. Runs in
     the caller's transaction (which should hold the collection's lock).
 
+    The pairs (two integers each) are held in memory and grouped by connected component, so
+    that each text is read from the source table and shingled once (``_batches``).
+
     Raises:
         StaleResults: every row of one of the texts changed in the source table after it was
             signed (``pgdedup index`` has not seen the change yet).
     """
-    checked = 0
-    with conn.cursor(name="pgdedup_ambiguous") as cur:
-        cur.execute(sql.SQL("SELECT DISTINCT ON (text_a, text_b) * FROM ({}) p ORDER BY text_a, text_b").format(pairs))
-        while batch := list(islice(cur, BATCH)):
-            sets = _text_feature_sets(conn, coll, sorted({h for row in batch for h in row[2:4]}))
-            stale = [row for row in batch if row[2] not in sets or row[3] not in sets]
-            if stale:
-                raise StaleResults(f"collection {coll.name!r}: rows changed in {coll.source.label} after they were "
-                                   f"signed; run `pgdedup index {coll.name}`, then dedupe again")
-            with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
-                           binary=False) as copy:
-                for _, _, text_a, text_b in batch:
-                    copy.write_row((coll.id, text_a, text_b, jaccard(sets[text_a], sets[text_b])))
-            checked += len(batch)
-    return checked
+    todo = conn.execute(sql.SQL("SELECT DISTINCT text_a, text_b FROM ({}) p").format(pairs)).fetchall()
+    for batch in _batches(todo):
+        sets = _feature_sets(conn, coll, "text_hash", sorted({t for pair in batch for t in pair}))
+        if any(a not in sets or b not in sets for a, b in batch):
+            raise _stale(coll)
+        with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"), binary=False) as copy:
+            for a, b in batch:
+                copy.write_row((coll.id, a, b, jaccard(sets[a], sets[b])))
+    return len(todo)

@@ -16,8 +16,10 @@ import re
 
 import psycopg
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import pgdedup
+from pgdedup.exact import _batches
 
 from clirun import cli
 from planted import edit, story
@@ -150,3 +152,26 @@ def test_checks_are_made_from_the_signed_text_only(conn, dsn, cases):
     assert pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn).kind == "incremental"
     assert conn.execute("SELECT stats->>'verify' FROM pgdedup.runs WHERE kind = 'dedupe' "
                         "ORDER BY run_id DESC LIMIT 1").fetchone()[0] == "auto"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)).filter(lambda p: p[0] < p[1]), unique=True),
+       st.integers(2, 12))
+def test_check_batches_hold_whole_components(pairs, texts):
+    """Every pair is checked once; a batch reads at most ``texts`` texts unless a single component
+    is larger (then it is cut into runs of pairs), and no component is split otherwise: each
+    text is read in one batch only (the oracle: a brute-force closure over the pairs)."""
+    batches = list(_batches(pairs, texts))
+    assert sorted(p for b in batches for p in b) == sorted(pairs)
+    linked = {t: {t} for p in pairs for t in p}
+    for a, b in pairs:  # brute-force components
+        merged = linked[a] | linked[b]
+        for t in merged:
+            linked[t] = merged
+    for batch in batches:
+        members = {t for p in batch for t in p}
+        whole = set().union(*(linked[t] for t in members))
+        if len(whole) > texts:  # a component larger than a batch: runs of its own pairs
+            assert len(batch) <= texts and all(linked[t] == linked[batch[0][0]] for t in members)
+        else:
+            assert members == whole and len(members) <= texts, "a batch holds whole components"

@@ -18,7 +18,7 @@ import pgdedup
 from pgdedup.localpg import LocalPostgres, LocalPostgresError, find_bindir
 
 from clirun import cli, cli_background, one_line_error
-from test_incremental import PARAMS, _text
+from families import PARAMS, text as _text
 
 KEEP = "published_at, id"
 

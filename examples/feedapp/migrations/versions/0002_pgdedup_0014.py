@@ -1,6 +1,6 @@
-"""Take in pgdedup's newer revisions (up to 0013_distributable), as an app does for each pgdedup release.
+"""Take in pgdedup's newer revisions (up to 0014_ranks), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_0013
+Revision ID: 0002_pgdedup_0014
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_0013"
+revision = "0002_pgdedup_0014"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0013_distributable")
+    pgdedup.migrate(op.get_bind(), "0014_ranks")
 
 
 def downgrade() -> None:
