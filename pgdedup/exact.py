@@ -47,10 +47,13 @@ def _feature_sets(conn: psycopg.Connection, coll: Collection, by: str, ids: list
     source text is still the one that was signed (its md5 unchanged): an id without such a row
     is missing from the result."""
     src = coll.source
+    # OFFSET 0 keeps the look-up of each row a look-up (by the source's key): joined instead,
+    # the planner may hash the whole source table, computing every row's md5, for each batch
     rows = conn.execute(sql.SQL(
-        "SELECT DISTINCT ON (g.{by}) g.{by}, {text} FROM pgdedup.signatures g "
-        "JOIN {table} s ON s.{key} = g.row_key::{cast} "
-        "WHERE g.collection_id = %s AND g.{by} = ANY(%s) AND g.source_md5 = {md5} "
+        "SELECT DISTINCT ON (g.{by}) g.{by}, t.text FROM pgdedup.signatures g "
+        "CROSS JOIN LATERAL (SELECT {text} AS text FROM {table} s WHERE s.{key} = g.row_key::{cast} "
+        "AND {md5} = g.source_md5 OFFSET 0) t "
+        "WHERE g.collection_id = %s AND g.{by} = ANY(%s) "
         "ORDER BY g.{by}, g.row_id").format(
             by=sql.Identifier(by), text=src.text_sql, table=src.table_sql, key=sql.Identifier(src.key),
             cast=src.key_cast, md5=src.md5_sql), (coll.id, ids)).fetchall()
