@@ -18,7 +18,7 @@ from typing import Any, Union
 
 import psycopg
 
-from .db import SAFE_SEARCH_PATH, connect
+from .db import SAFE_SEARCH_PATH, connect, resolve_dsn
 from .errors import InvalidArgument
 
 #: What the API accepts wherever it says ``dsn``.
@@ -31,6 +31,9 @@ class Session:
 
     conn: psycopg.Connection
     owned: bool
+    #: the DSN the connection was opened with when pgdedup owns it (more connections may be
+    #: opened on it, e.g. by worker processes); None on a caller's connection
+    dsn: str | None = None
 
     def commit(self) -> None:
         """Commit pgdedup's own connection; on a caller's, leave the transaction to the caller."""
@@ -71,7 +74,7 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
         if application_name:
             kwargs["application_name"] = application_name
         with connect(dsn, **kwargs) as conn:
-            yield Session(conn, owned=True)
+            yield Session(conn, owned=True, dsn=resolve_dsn(dsn))
         return
     conn = _psycopg_connection(db)
     old = conn.execute(  # one round trip: the CTE is read before set_config runs

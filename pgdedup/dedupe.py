@@ -101,7 +101,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                         sql.Literal(coll.id), sql.Literal("column" if alter else "view"),
                         sql.Literal(coll.params.threshold if threshold is None else threshold), sql.Literal(max_bucket))
                     with shown.stage("the changed rows' ambiguous pairs checked exactly"):
-                        store_checks(conn, coll, probable)
+                        store_checks(conn, coll, probable, s.dsn)
                 while True:  # auto: check the ambiguous pairs the decision meets, then decide again
                     row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
                                        (name, alter, threshold, keep_order, column, max_bucket, full,
@@ -109,7 +109,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                     if row[0] != "unchecked":
                         break
                     with shown.stage(f"{row[1]} ambiguous pairs checked exactly"):
-                        store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
+                        store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"), s.dsn)
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()

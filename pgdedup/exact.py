@@ -18,8 +18,13 @@ by later runs; the estimate decides every other candidate.
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
+import os
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
 from itertools import islice
 
 import numpy as np
@@ -29,9 +34,11 @@ from tqdm import tqdm
 
 from .collections import Collection
 from .copybin import copy_into
-from .errors import StaleResults
+from .db import connect
+from .errors import PgdedupError, StaleResults
 from .features import features
 from .normalise import normalise
+from .workers import die_with_parent
 
 BATCH = 5000
 
@@ -178,7 +185,36 @@ def _batches(pairs: list[tuple[int, int]], texts: int = BATCH) -> Iterator[list[
         yield batch
 
 
-def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable) -> int:
+#: Exact checks go to worker processes when there are at least this many batches of texts:
+#: a process costs about a second to start.
+PARALLEL_BATCHES = 3
+
+_checker: tuple[psycopg.Connection, Collection] | None = None  # a checker process's own
+
+
+def _start_checker(dsn: str, coll: Collection, parent: int) -> None:
+    """Entry point of a checker process: its own connection, dying with its parent."""
+    global _checker
+    die_with_parent(parent)
+    _checker = connect(dsn, autocommit=True, application_name=f"pgdedup dedupe {coll.name} (checks)"), coll
+
+
+def _check_batch(conn: psycopg.Connection, coll: Collection,
+                 batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
+    """Exact Jaccard of each pair of texts in ``batch``; None when a text has no row left
+    whose source text is the one signed."""
+    sets = _feature_sets(conn, coll, "text_hash", sorted({t for pair in batch for t in pair}))
+    if any(a not in sets or b not in sets for a, b in batch):
+        return None
+    return [(a, b, jaccard(sets[a], sets[b])) for a, b in batch]
+
+
+def _check_in_checker(batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
+    assert _checker is not None, "called in a process started by _start_checker"
+    return _check_batch(*_checker, batch)
+
+
+def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable, dsn: str | None = None) -> int:
     """Store in ``pgdedup.checked`` the exact Jaccard of the pairs of texts that query ``pairs``
     returns as (row_a, row_b, text_a, text_b), text_a < text_b (each pair of texts once);
     returns how many. A check belongs to the two texts, so it is made from the text as it was
@@ -187,18 +223,35 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
     the caller's transaction (which should hold the collection's lock).
 
     The pairs (two integers each) are held in memory and grouped by connected component, so
-    that each text is read from the source table and shingled once (``_batches``).
+    that each text is read from the source table and shingled once (``_batches``). Given the
+    ``dsn`` of ``conn`` and at least ``PARALLEL_BATCHES`` batches, one worker process per core
+    reads and shingles batches on connections of its own (committed rows: the caller's
+    transaction has not written the source rows or signatures it reads) while this one stores
+    the results.
 
     Raises:
         StaleResults: every row of one of the texts changed in the source table after it was
             signed (``pgdedup index`` has not seen the change yet).
+        PgdedupError: a worker process died.
     """
     todo = conn.execute(sql.SQL("SELECT DISTINCT text_a, text_b FROM ({}) p").format(pairs)).fetchall()
-    for batch in _batches(todo):
-        sets = _feature_sets(conn, coll, "text_hash", sorted({t for pair in batch for t in pair}))
-        if any(a not in sets or b not in sets for a, b in batch):
-            raise _stale(coll)
-        with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"), binary=False) as copy:
-            for a, b in batch:
-                copy.write_row((coll.id, a, b, jaccard(sets[a], sets[b])))
+    batches = list(_batches(todo, BATCH))
+    processes = min(os.cpu_count() or 1, len(batches))
+    with ExitStack() as stack:
+        if dsn is not None and processes > 1 and len(batches) >= PARALLEL_BATCHES:
+            pool = ProcessPoolExecutor(processes, mp.get_context("spawn"), _start_checker, (dsn, coll, os.getpid()))
+            stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on an error: no batch left running
+            results: Iterator[list[tuple[int, int, float]] | None] = pool.map(_check_in_checker, batches)
+        else:
+            results = (_check_batch(conn, coll, batch) for batch in batches)
+        try:
+            for checked in results:
+                if checked is None:
+                    raise _stale(coll)
+                with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
+                               binary=False) as copy:
+                    for a, b, similarity in checked:
+                        copy.write_row((coll.id, a, b, similarity))
+        except BrokenProcessPool:
+            raise PgdedupError("an exact-check worker process died") from None
     return len(todo)

@@ -9,11 +9,9 @@ where the last run stopped. Source rows are only ever read.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import queue
-import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -34,6 +32,7 @@ from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, 
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
 from .signer import SignedChunk, sign_texts
+from .workers import die_with_parent
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -202,24 +201,10 @@ def sign_range(job: RangeJob, lo: str | None, hi: str | None, report: Callable[[
     return signed
 
 
-def _die_with_parent(parent: int) -> None:
-    """Make this process get SIGKILL when its parent dies (Linux), and stop now if it already has.
-
-    Why: a worker killed with its parent's ``kill -9`` must not keep running; its database
-    session then ends and its open chunk transaction rolls back.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def _worker(job: RangeJob, lo: str | None, hi: str | None, parent: int, results: "mp.Queue[tuple[str, object]]") -> None:
     """Entry point of a worker process: one key range; reports ("progress", n), then ("done", n)
     or ("error", message)."""
-    _die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    die_with_parent(parent)
     try:
         results.put(("done", sign_range(job, lo, hi, lambda n: results.put(("progress", n)))))
     except Exception as exc:  # every failure goes back to the parent, which raises it

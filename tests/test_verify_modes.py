@@ -18,7 +18,9 @@ import psycopg
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import families
 import pgdedup
+from pgdedup import exact
 from pgdedup.exact import _batches
 
 from clirun import cli
@@ -175,3 +177,23 @@ def test_check_batches_hold_whole_components(pairs, texts):
             assert len(batch) <= texts and all(linked[t] == linked[batch[0][0]] for t in members)
         else:
             assert members == whole and len(members) <= texts, "a batch holds whole components"
+
+
+def test_checks_in_worker_processes_equal_exact_jaccard(conn, dsn, monkeypatch):
+    """Many small batches: the checks run in spawned worker processes on their own connections;
+    every stored check equals the reference shingler's exact Jaccard of the two texts."""
+    rng = random.Random(7)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(300):
+            copy.write_row((i, families.text(rng, rng.randrange(30), rng.randrange(4)), i))
+    pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
+    monkeypatch.setattr(exact, "BATCH", 10)
+    pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)
+    checked = conn.execute("SELECT text_a, text_b, similarity FROM pgdedup.checked").fetchall()
+    assert len(list(_batches([(a, b) for a, b, _ in checked], 10))) >= exact.PARALLEL_BATCHES, "the pool's path"
+    text_of = dict(conn.execute("SELECT g.text_hash, d.body FROM pgdedup.signatures g "
+                                "JOIN docs d ON d.id::text = g.row_key").fetchall())
+    n = families.PARAMS.ngram
+    for a, b, similarity in checked:
+        assert similarity == pytest.approx(ref_jaccard(ref_word_shingles(text_of[a], n), ref_word_shingles(text_of[b], n)))
