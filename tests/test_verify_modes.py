@@ -11,8 +11,13 @@ reference shingler (tests/reference.py), not by pgdedup's own exact path.
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import psycopg
 import pytest
@@ -197,3 +202,40 @@ def test_checks_in_worker_processes_equal_exact_jaccard(conn, dsn, monkeypatch):
     n = families.PARAMS.ngram
     for a, b, similarity in checked:
         assert similarity == pytest.approx(ref_jaccard(ref_word_shingles(text_of[a], n), ref_word_shingles(text_of[b], n)))
+
+
+CHECKING = """
+import sys
+import pgdedup
+from pgdedup import exact
+if __name__ == "__main__":
+    exact.BATCH = 2  # many batches: worker processes, and time to be killed among them
+    pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=sys.argv[1])
+"""
+
+
+def test_kill_9_of_a_dedupe_during_its_checks(conn, dsn):
+    """SIGKILL of the dedupe process while its worker processes check pairs: they die with it
+    (their sessions end), the run's transaction rolls back (no check stored, no lock left),
+    and the next run decides everything."""
+    rng = random.Random(8)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(400):
+            copy.write_row((i, families.text(rng, rng.randrange(20), rng.randrange(4)), i))
+    pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
+    run = subprocess.Popen([sys.executable, "-c", CHECKING, dsn], stderr=subprocess.PIPE, text=True)
+    sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe docs%%' AND %s"
+    deadline = time.monotonic() + 60
+    while conn.execute(sessions % "application_name LIKE '%%(checks)'").fetchone()[0] == 0:
+        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.stderr else ""
+        time.sleep(0.01)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait(timeout=30)
+    while conn.execute(sessions % "true").fetchone()[0]:
+        assert time.monotonic() < deadline, "a worker outlived its parent"
+        time.sleep(0.05)
+    assert conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0] == 0
+    again = pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)
+    assert again.kind == "full" and again.duplicates > 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0] > 0
