@@ -82,14 +82,28 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return common / (len(a) + len(b) - common)
 
 
-def _jaccards(conn: psycopg.Connection, coll: Collection, cur: psycopg.Cursor) -> Iterator[list[tuple[tuple, float]]]:
-    """Batches of (row of ``cur``, exact Jaccard of its first two columns, row ids), ``BATCH``
-    rows at a time: texts are re-read per batch, so memory is bounded by the batch."""
+def _check_batch(conn: psycopg.Connection, coll: Collection, by: str,
+                 batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
+    """Exact Jaccard of each pair in ``batch``, pairs of row ids or of text hashes (``by``, as
+    ``_feature_sets``); None when one of them has no row left whose source text is the one signed."""
+    sets = _feature_sets(conn, coll, by, sorted({t for pair in batch for t in pair}))
+    if any(a not in sets or b not in sets for a, b in batch):
+        return None
+    return [(a, b, jaccard(sets[a], sets[b])) for a, b in batch]
+
+
+def _jaccards(conn: psycopg.Connection, coll: Collection, cur: psycopg.Cursor) -> Iterator[list[tuple[int, int, float]]]:
+    """Batches of (row_a, row_b, exact Jaccard) for the row-id pairs ``cur`` returns, ``BATCH``
+    pairs at a time: texts are re-read per batch, so memory is bounded by the batch.
+
+    Raises:
+        StaleResults: a row's source text is no longer the one signed.
+    """
     while batch := list(islice(cur, BATCH)):
-        sets = _feature_sets(conn, coll, "row_id", sorted({i for row in batch for i in row[:2]}))
-        if any(row[0] not in sets or row[1] not in sets for row in batch):
+        checked = _check_batch(conn, coll, "row_id", batch)
+        if checked is None:
             raise _stale(coll)
-        yield [(row, jaccard(sets[row[0]], sets[row[1]])) for row in batch]
+        yield checked
 
 
 def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
@@ -119,7 +133,7 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
                     (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket, ranked))
         for batch in _jaccards(conn, coll, cur):
             bar.update(len(batch))
-            good = [(coll.id, a, b, j) for (a, b), j in batch if j >= t]
+            good = [(coll.id, a, b, j) for a, b, j in batch if j >= t]
             with copy_into(conn, "exact_pairs", ("collection_id", "row_a", "row_b", "similarity"),
                            binary=False) as copy:
                 for row in good:
@@ -199,19 +213,10 @@ def _start_checker(dsn: str, coll: Collection, parent: int) -> None:
     _checker = connect(dsn, autocommit=True, application_name=f"pgdedup dedupe {coll.name} (checks)"), coll
 
 
-def _check_batch(conn: psycopg.Connection, coll: Collection,
-                 batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
-    """Exact Jaccard of each pair of texts in ``batch``; None when a text has no row left
-    whose source text is the one signed."""
-    sets = _feature_sets(conn, coll, "text_hash", sorted({t for pair in batch for t in pair}))
-    if any(a not in sets or b not in sets for a, b in batch):
-        return None
-    return [(a, b, jaccard(sets[a], sets[b])) for a, b in batch]
-
-
 def _check_in_checker(batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
     assert _checker is not None, "called in a process started by _start_checker"
-    return _check_batch(*_checker, batch)
+    conn, coll = _checker
+    return _check_batch(conn, coll, "text_hash", batch)
 
 
 def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable, dsn: str | None = None) -> int:
@@ -243,7 +248,7 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
             stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on an error: no batch left running
             results: Iterator[list[tuple[int, int, float]] | None] = pool.map(_check_in_checker, batches)
         else:
-            results = (_check_batch(conn, coll, batch) for batch in batches)
+            results = (_check_batch(conn, coll, "text_hash", batch) for batch in batches)
         try:
             for checked in results:
                 if checked is None:

@@ -14,11 +14,11 @@ import os
 import queue
 import sys
 import time
-from typing import TYPE_CHECKING
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql

@@ -184,15 +184,20 @@ def test_check_batches_hold_whole_components(pairs, texts):
             assert members == whole and len(members) <= texts, "a batch holds whole components"
 
 
+def _indexed_families(conn, dsn: str, seed: int, rows: int, count: int) -> None:
+    """Table docs (id, body, n = id) of ``rows`` texts from ``count`` families, indexed."""
+    rng = random.Random(seed)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(rows):
+            copy.write_row((i, families.text(rng, rng.randrange(count), rng.randrange(4)), i))
+    pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
+
+
 def test_checks_in_worker_processes_equal_exact_jaccard(conn, dsn, monkeypatch):
     """Many small batches: the checks run in spawned worker processes on their own connections;
     every stored check equals the reference shingler's exact Jaccard of the two texts."""
-    rng = random.Random(7)
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
-    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
-        for i in range(300):
-            copy.write_row((i, families.text(rng, rng.randrange(30), rng.randrange(4)), i))
-    pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
+    _indexed_families(conn, dsn, seed=7, rows=300, count=30)
     monkeypatch.setattr(exact, "BATCH", 10)
     pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)
     checked = conn.execute("SELECT text_a, text_b, similarity FROM pgdedup.checked").fetchall()
@@ -218,12 +223,7 @@ def test_kill_9_of_a_dedupe_during_its_checks(conn, dsn):
     """SIGKILL of the dedupe process while its worker processes check pairs: they die with it
     (their sessions end), the run's transaction rolls back (no check stored, no lock left),
     and the next run decides everything."""
-    rng = random.Random(8)
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
-    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
-        for i in range(400):
-            copy.write_row((i, families.text(rng, rng.randrange(20), rng.randrange(4)), i))
-    pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
+    _indexed_families(conn, dsn, seed=8, rows=400, count=20)
     run = subprocess.Popen([sys.executable, "-c", CHECKING, dsn], stderr=subprocess.PIPE, text=True)
     sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe docs%%' AND %s"
     deadline = time.monotonic() + 60
