@@ -1,6 +1,6 @@
-"""Take in pgdedup's newer revisions (up to 0014_ranks), as an app does for each pgdedup release.
+"""Take in pgdedup's newer revisions (up to 0015_candidates), as an app does for each pgdedup release.
 
-Revision ID: 0002_pgdedup_0014
+Revision ID: 0002_pgdedup_0015
 Revises: 0001_feed_items
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0002_pgdedup_0014"
+revision = "0002_pgdedup_0015"
 down_revision = "0001_feed_items"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0014_ranks")
+    pgdedup.migrate(op.get_bind(), "0015_candidates")
 
 
 def downgrade() -> None:
