@@ -1,0 +1,111 @@
+"""A full dedupe of one collection under two pgdedup schema revisions, in turns.
+
+    python bench/revisions.py [--rows 200000] [--old 0014_ranks] [--repeat 3] [--dsn DSN]
+
+How a change to pgdedup's SQL is measured: the same rows, the same signatures and band keys,
+the same server, only the SQL functions differ. Generated ``feed_items`` (``sample.load``,
+seed 42) in a throwaway LocalPostgres (or ``--dsn``: a scratch database whose ``feed_items``
+table and ``pgdedup`` schema are DROPPED) are indexed once at the newest revision (2 workers)
+and VACUUM ANALYZEd; then, ``--repeat`` rounds, each: the schema moved to ``--old``, a full
+dedupe by estimate through the SQL function (``pgdedup.update_duplicates(..., p_full => true,
+p_verify => 'estimate')``, keep order published_at, feed_item_id, marks in ``duplicate_of``),
+the schema moved back to the newest revision, the same dedupe again. Both decisions must be
+identical (same marked rows, same kept row for each); the table prints median (min–max)
+seconds and the server's stage lines of the last round (``pgdedup.progress``).
+
+Verify auto is left out on purpose: its exact checks are Python's and do not depend on the
+revision; the SQL around them is the same candidate and estimate code timed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speed import child, machine, table  # noqa: E402  (same directory)
+
+SEED = 42
+INDEX_CHILD = """
+import sys
+import pgdedup
+if __name__ == "__main__":
+    pgdedup.index("feed_items", "feed_item_id", ["title", "summary", "content"], dsn=sys.argv[1], workers=2,
+                  progress=False)
+print('{}')
+"""
+DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('feed_items', true, NULL, "
+          "'published_at, feed_item_id', 'duplicate_of', 100, true, 'estimate')")
+
+
+def dedupe(conn, stages: list[str]) -> tuple[float, list[tuple]]:
+    """Seconds of one full SQL dedupe, and the marks it left (key, kept key), sorted."""
+    conn.execute("SET pgdedup.progress = on")
+    def handler(diag) -> None:
+        stages.append(diag.message_primary)
+    conn.add_notice_handler(handler)
+    t0 = time.perf_counter()
+    kind, _ = conn.execute(DEDUPE).fetchone()
+    seconds = time.perf_counter() - t0
+    conn.remove_notice_handler(handler)
+    assert kind == "full", kind
+    marks = conn.execute("SELECT feed_item_id, duplicate_of FROM feed_items WHERE duplicate_of IS NOT NULL "
+                         "ORDER BY 1").fetchall()
+    return seconds, marks
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--old", default="0014_ranks", help="the revision to compare the newest with")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped)")
+    args = p.parse_args()
+    import psycopg
+    import pgdedup
+    from pgdedup import sample
+    from pgdedup.localpg import LocalPostgres
+    from pgdedup.schema import HEAD
+    server = None if args.dsn else LocalPostgres()
+    dsn = args.dsn or server.start()
+    try:
+        machine(dsn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS feed_items")
+            conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
+            sample.load(conn, args.rows, "feed_items", seed=SEED)
+            child(["-c", INDEX_CHILD, dsn])
+            for t in ("feed_items", "pgdedup.signatures", "pgdedup.band_keys"):
+                conn.execute(f"VACUUM ANALYZE {t}")
+            seconds: dict[str, list[float]] = {args.old: [], HEAD: []}
+            stages: dict[str, list[str]] = {}
+            decisions = set()
+            for _ in range(args.repeat):
+                for revision in (args.old, HEAD):
+                    pgdedup.downgrade(dsn, revision) if revision != HEAD else pgdedup.migrate(dsn, HEAD)
+                    stages[revision] = []
+                    s, marks = dedupe(conn, stages[revision])
+                    seconds[revision].append(s)
+                    decisions.add(hash(tuple(marks)))
+            if len(decisions) != 1:
+                raise SystemExit("the revisions marked different rows")
+            print(f"\n{args.rows:,} rows, {len(marks):,} duplicates marked by both revisions alike; "
+                  f"full dedupe by estimate, {args.repeat} rounds in turns")
+            old = statistics.median(seconds[args.old])
+            table(["revision", "seconds", f"× {args.old}"],
+                  [[r, f"{statistics.median(s):.1f} ({min(s):.1f}–{max(s):.1f})", f"{old / statistics.median(s):.2f}"]
+                   for r, s in seconds.items()])
+            for revision, lines in stages.items():
+                print(f"\nstages of the last round, {revision}:")
+                for line in lines:
+                    print("  " + line)
+    finally:
+        if server:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
