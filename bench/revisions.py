@@ -26,17 +26,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed import child, machine, table  # noqa: E402  (same directory)
+from scaling import spread  # noqa: E402  (same directory)
+from speed import INDEX_CHILD, child, machine, scratch_database, table  # noqa: E402
 
 SEED = 42
-INDEX_CHILD = """
-import sys
-import pgdedup
-if __name__ == "__main__":
-    pgdedup.index("feed_items", "feed_item_id", ["title", "summary", "content"], dsn=sys.argv[1], workers=2,
-                  progress=False)
-print('{}')
-"""
 DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('feed_items', true, NULL, "
           "'published_at, feed_item_id', 'duplicate_of', 100, true, 'estimate')")
 
@@ -67,17 +60,14 @@ def main() -> None:
     import psycopg
     import pgdedup
     from pgdedup import sample
-    from pgdedup.localpg import LocalPostgres
     from pgdedup.schema import HEAD
-    server = None if args.dsn else LocalPostgres()
-    dsn = args.dsn or server.start()
-    try:
+    with scratch_database(args.dsn) as dsn:
         machine(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS feed_items")
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
             sample.load(conn, args.rows, "feed_items", seed=SEED)
-            child(["-c", INDEX_CHILD, dsn])
+            child(["-c", INDEX_CHILD, dsn, "2", "feed_items", "feed_item_id", "title,summary,content"])
             for t in ("feed_items", "pgdedup.signatures", "pgdedup.band_keys"):
                 conn.execute(f"VACUUM ANALYZE {t}")
             seconds: dict[str, list[float]] = {args.old: [], HEAD: []}
@@ -85,7 +75,10 @@ def main() -> None:
             decisions = set()
             for _ in range(args.repeat):
                 for revision in (args.old, HEAD):
-                    pgdedup.downgrade(dsn, revision) if revision != HEAD else pgdedup.migrate(dsn, HEAD)
+                    if revision == HEAD:
+                        pgdedup.migrate(dsn, HEAD)
+                    else:
+                        pgdedup.downgrade(dsn, revision)
                     stages[revision] = []
                     s, marks = dedupe(conn, stages[revision])
                     seconds[revision].append(s)
@@ -96,15 +89,12 @@ def main() -> None:
                   f"full dedupe by estimate, {args.repeat} rounds in turns")
             old = statistics.median(seconds[args.old])
             table(["revision", "seconds", f"× {args.old}"],
-                  [[r, f"{statistics.median(s):.1f} ({min(s):.1f}–{max(s):.1f})", f"{old / statistics.median(s):.2f}"]
+                  [[r, spread(s), f"{old / statistics.median(s):.2f}"]
                    for r, s in seconds.items()])
             for revision, lines in stages.items():
                 print(f"\nstages of the last round, {revision}:")
                 for line in lines:
                     print("  " + line)
-    finally:
-        if server:
-            server.stop()
 
 
 if __name__ == "__main__":

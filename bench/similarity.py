@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed import machine, table  # noqa: E402  (same directory)
+from speed import machine, scratch_database, table  # noqa: E402  (same directory)
 
 K = 128
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -92,10 +92,7 @@ def main() -> None:
     p.add_argument("--dsn", help="scratch database (tables sim_int4, sim_bits and schema pgdedup_bench are dropped)")
     args = p.parse_args()
     import psycopg
-    from pgdedup.localpg import LocalPostgres
-    server = None if args.dsn else LocalPostgres()
-    dsn = args.dsn or server.start()
-    try:
+    with scratch_database(args.dsn) as dsn:
         machine(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
             set_up(conn, args.pairs)
@@ -117,9 +114,6 @@ def main() -> None:
                   [[r[0], r[1], f"{shipped / float(r[1]):.2f}"] for r in rows])
             conn.execute("DROP SCHEMA pgdedup_bench CASCADE")
             conn.execute("DROP TABLE sim_int4, sim_bits")
-    finally:
-        if server:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ import subprocess
 import sys
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -146,12 +147,15 @@ def best_of(repeat: int, system: str, docs: int) -> dict:
     return {**min(runs, key=lambda r: r["seconds"]), "peak_kb": max(r["peak_kb"] for r in runs)}
 
 
-END_TO_END = r"""
+# ``python -c INDEX_CHILD DSN WORKERS TABLE KEY COLUMN[,COLUMN...]``: one ``pgdedup.index`` run in a
+# fresh process; prints seconds, rows signed and peak RSS (its own, its largest child's) as JSON.
+INDEX_CHILD = r"""
 import json, resource, sys, time
 import pgdedup
 if __name__ == "__main__":
+    dsn, workers, table, key, columns = sys.argv[1:6]
     t0 = time.perf_counter()
-    r = pgdedup.index("speed_texts", "id", ["body"], dsn=sys.argv[1], workers=int(sys.argv[2]), progress=False)
+    r = pgdedup.index(table, key, columns.split(","), dsn=dsn, workers=int(workers), progress=False)
     print(json.dumps({"seconds": time.perf_counter() - t0, "signed": r.signed,
                       "self_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                       "children_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
@@ -177,7 +181,7 @@ def end_to_end(dsn: str, docs: int, repeat: int, workers: int = 2) -> dict:
         for _ in range(repeat):
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
             pgdedup.migrate(dsn)
-            r = child(["-c", END_TO_END, dsn, str(workers)])
+            r = child(["-c", INDEX_CHILD, dsn, str(workers), "speed_texts", "id", "body"])
             assert r["signed"] == len(texts), r
             runs.append(r)
         conn.execute("DROP SCHEMA pgdedup CASCADE")
@@ -210,17 +214,6 @@ def signing_table(dsn: str | None, docs: int, repeat: int) -> None:
           "peak RSS of index: main process + workers × the largest worker)")
 
 
-INDEX_CHILD = r"""
-import json, resource, sys, time
-import pgdedup
-t0 = time.perf_counter()
-r = pgdedup.index("feed_items", "feed_item_id", %r, dsn=sys.argv[1], workers=int(sys.argv[2]), progress=False)
-print(json.dumps({"seconds": time.perf_counter() - t0, "signed": r.signed,
-                  "self_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "children_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
-""" % TEXT_COLUMNS
-
-
 def timed(conn: psycopg.Connection, query: str) -> tuple[float, object]:
     t0 = time.perf_counter()
     value = conn.execute(query).fetchone()[0]
@@ -244,7 +237,7 @@ def flow(dsn: str, n: int) -> dict[str, str]:
         out["source table MB"] = f"{source / 2**20:,.0f}"
         for workers in (1, 2):
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
-            r = child(["-c", INDEX_CHILD, dsn, str(workers)])
+            r = child(["-c", INDEX_CHILD, dsn, str(workers), "feed_items", "feed_item_id", ",".join(TEXT_COLUMNS)])
             assert r["signed"] == n, r
             out[f"index w={workers} s"] = f"{r['seconds']:.1f}"
             out[f"index w={workers} rows/s"] = f"{n / r['seconds']:,.0f}"
@@ -274,6 +267,17 @@ def flow_table(dsn: str, sizes: list[int]) -> None:
     table(["rows", *(f"{n:,}" for n in sizes)], [[m, *(results[n][m] for n in sizes)] for m in metrics])
 
 
+@contextmanager
+def scratch_database(dsn: str | None) -> Iterator[str]:
+    """``dsn`` as given, or that of a throwaway LocalPostgres started here and stopped after."""
+    if dsn:
+        yield dsn
+        return
+    from pgdedup.localpg import LocalPostgres
+    with LocalPostgres() as server:
+        yield server.dsn
+
+
 def machine(dsn: str | None, packages: tuple[str, ...] = ("pgdedup", "datasketch", "rensa", "numpy")) -> None:
     from importlib.metadata import version
     mem = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
@@ -301,17 +305,11 @@ def main() -> None:
     if args._one:
         return one(args._one, args.docs)
     sizes = [int(s.replace("_", "")) for s in args.flow_rows.split(",") if s.strip()]
-    from pgdedup.localpg import LocalPostgres
-    server = None if args.dsn or args.no_db else LocalPostgres()
-    dsn = args.dsn or (server.start() if server else None)
-    try:
+    with (nullcontext(None) if args.no_db else scratch_database(args.dsn)) as dsn:
         machine(dsn)
         signing_table(dsn, args.docs, args.repeat)
         if dsn and not args.skip_flow:
             flow_table(dsn, sizes)
-    finally:
-        if server:
-            server.stop()
 
 
 if __name__ == "__main__":
