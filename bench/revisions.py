@@ -11,7 +11,10 @@ dedupe by estimate through the SQL function (``pgdedup.update_duplicates(..., p_
 p_verify => 'estimate')``, keep order published_at, feed_item_id, marks in ``duplicate_of``),
 the schema moved back to the newest revision, the same dedupe again. Both decisions must be
 identical (same marked rows, same kept row for each); the table prints median (min–max)
-seconds and the server's stage lines of the last round (``pgdedup.progress``).
+seconds, the server's time in each pgdedup function (track_functions, for the dedupe's own
+transaction; needs a superuser, as the throwaway server's is) and the stage lines of the last
+round (``pgdedup.progress``). On a shared machine the per-function times move less than the
+totals: a function the change did not touch is the run's own control.
 
 Verify auto is left out on purpose: its exact checks are Python's and do not depend on the
 revision; the SQL around them is the same candidate and estimate code timed here.
@@ -29,19 +32,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling import spread  # noqa: E402  (same directory)
 from speed import INDEX_CHILD, child, machine, scratch_database, table  # noqa: E402
 
+import psycopg  # noqa: E402
+
 SEED = 42
 DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('feed_items', true, NULL, "
           "'published_at, feed_item_id', 'duplicate_of', 100, true, 'estimate')")
 
 
-def dedupe(conn, stages: list[str]) -> tuple[float, list[tuple]]:
-    """Seconds of one full SQL dedupe, and the marks it left (key, kept key), sorted."""
+def dedupe(conn, stages: list[str], functions: dict[str, list[float]]) -> tuple[float, list[tuple]]:
+    """Seconds of one full SQL dedupe, and the marks it left (key, kept key), sorted.
+
+    Appends each pgdedup function's own time (seconds, without the functions it called) to
+    ``functions``: the server's track_functions counts for the dedupe's transaction, which a
+    superuser can switch on (otherwise ``functions`` stays empty).
+    """
     conn.execute("SET pgdedup.progress = on")
+    try:
+        conn.execute("SET track_functions = 'all'")
+    except psycopg.errors.InsufficientPrivilege:
+        pass
     def handler(diag) -> None:
         stages.append(diag.message_primary)
     conn.add_notice_handler(handler)
     t0 = time.perf_counter()
-    kind, _ = conn.execute(DEDUPE).fetchone()
+    with conn.transaction():
+        kind, _ = conn.execute(DEDUPE).fetchone()
+        for name, self_ms in conn.execute("SELECT funcname, self_time FROM pg_stat_xact_user_functions "
+                                          "WHERE schemaname = 'pgdedup'"):
+            functions.setdefault(name, []).append(self_ms / 1000)
     seconds = time.perf_counter() - t0
     conn.remove_notice_handler(handler)
     assert kind == "full", kind
@@ -57,7 +75,6 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped)")
     args = p.parse_args()
-    import psycopg
     import pgdedup
     from pgdedup import sample
     from pgdedup.schema import HEAD
@@ -72,6 +89,7 @@ def main() -> None:
                 conn.execute(f"VACUUM ANALYZE {t}")
             seconds: dict[str, list[float]] = {args.old: [], HEAD: []}
             stages: dict[str, list[str]] = {}
+            functions: dict[str, dict[str, list[float]]] = {args.old: {}, HEAD: {}}
             decisions = set()
             for _ in range(args.repeat):
                 for revision in (args.old, HEAD):
@@ -80,7 +98,7 @@ def main() -> None:
                     else:
                         pgdedup.downgrade(dsn, revision)
                     stages[revision] = []
-                    s, marks = dedupe(conn, stages[revision])
+                    s, marks = dedupe(conn, stages[revision], functions[revision])
                     seconds[revision].append(s)
                     decisions.add(hash(tuple(marks)))
             if len(decisions) != 1:
@@ -91,6 +109,14 @@ def main() -> None:
             table(["revision", "seconds", f"× {args.old}"],
                   [[r, spread(s), f"{old / statistics.median(s):.2f}"]
                    for r, s in seconds.items()])
+            if functions[HEAD]:
+                names = sorted(set(functions[args.old]) | set(functions[HEAD]),
+                               key=lambda f: -statistics.median(functions[HEAD].get(f, [0])))
+                print("\nthe server's time by function (its own, without the pgdedup functions it calls), "
+                      "seconds, median (min–max):")
+                table(["function", args.old, HEAD],
+                      [[f] + [spread(functions[r][f], "{:,.2f}") if f in functions[r] else "-" for r in (args.old, HEAD)]
+                       for f in names if max(statistics.median(functions[r].get(f, [0])) for r in functions) >= 0.05])
             for revision, lines in stages.items():
                 print(f"\nstages of the last round, {revision}:")
                 for line in lines:
