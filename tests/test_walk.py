@@ -64,9 +64,19 @@ def migrated(dsn):
     return dsn
 
 
+#: ``pgdedup.walk``'s (switch point, batch) settings: (0, 1) rounds only (revision 16); (2, 2)
+#: rounds while they decide two heads or more, then two heads one by one, and again (on these
+#: small graphs, both ways in one walk); None: the defaults (16, 1000: one by one after the first
+#: round on these graphs); (10**6, 1) a round after every head decided one by one.
+SETTINGS = ((0, 1), (2, 2), None, (10**6, 1))
+
+
 def server_walk(dsn: str, rows: list[tuple[str, int, int]], fixed: list[tuple[str, int, int]],
-                edges: dict[tuple[int, int], float]) -> dict[str, tuple[str, float]]:
-    """Marks {row_key: (duplicate_of, similarity)} of ``pgdedup.walk`` fed these rows, fixed rows and edges."""
+                edges: dict[tuple[int, int], float], setting: tuple[int, int] | None = None) -> dict[str, tuple[str, float]]:
+    """Marks {row_key: (duplicate_of, similarity)} of ``pgdedup.walk`` fed these rows, fixed rows and edges.
+
+    ``setting`` is the walk's (switch point, batch); None: its defaults.
+    """
     with psycopg.connect(dsn) as conn:
         conn.execute("CREATE TEMP TABLE pgdedup_rows (row_id bigint, row_key text, text_hash bigint, rnk bigint)")
         conn.execute("CREATE TEMP TABLE pgdedup_fixed (row_id bigint, row_key text, text_hash bigint, rnk bigint)")
@@ -78,7 +88,10 @@ def server_walk(dsn: str, rows: list[tuple[str, int, int]], fixed: list[tuple[st
                             [(100 + i, k, t, r) for i, (k, t, r) in enumerate(fixed)])
             cur.executemany("INSERT INTO pg_temp.pgdedup_edges VALUES (%s, %s, %s)",
                             [(a, b, s) for (a, b), s in edges.items()])
-        conn.execute("SELECT pgdedup.walk()")
+        if setting is None:
+            conn.execute("SELECT pgdedup.walk()")
+        else:
+            conn.execute("SELECT pgdedup.walk(%s, %s)", setting)
         got = {k: (d, s) for k, d, s in conn.execute("SELECT row_key, duplicate_of, similarity FROM pg_temp.pgdedup_marks")}
         conn.rollback()
     return got
@@ -88,7 +101,9 @@ def server_walk(dsn: str, rows: list[tuple[str, int, int]], fixed: list[tuple[st
 @given(walks())
 def test_walk_equals_the_sequential_walk(migrated, walk):
     rows, fixed, edges = walk
-    assert server_walk(migrated, rows, fixed, edges) == reference_walk(rows, fixed, edges)
+    expected = reference_walk(rows, fixed, edges)
+    for setting in SETTINGS:
+        assert server_walk(migrated, rows, fixed, edges, setting) == expected, f"setting {setting}"
 
 
 def test_a_chain_alternates_kept_and_duplicate(migrated):
@@ -99,4 +114,5 @@ def test_a_chain_alternates_kept_and_duplicate(migrated):
         edges[t, t + 1] = edges[t + 1, t] = 0.9
     by_hand = {"r2": ("r1", 0.9), "r4": ("r3", 0.9)}
     assert reference_walk(rows, [], edges) == by_hand
-    assert server_walk(migrated, rows, [], edges) == by_hand
+    for setting in SETTINGS:
+        assert server_walk(migrated, rows, [], edges, setting) == by_hand
