@@ -31,7 +31,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     decided bigint;
     remaining bigint;  -- heads not decided yet
-    last_rnk bigint := NULL;  -- every head up to this rank is decided
+    last_rnk bigint;  -- every head up to this rank is decided
     head record;
 BEGIN
     IF p_sequential_below IS NULL OR p_sequential_below < 0 OR p_batch IS NULL OR p_batch < 1 THEN
@@ -40,7 +40,7 @@ BEGIN
     END IF;
     rounds := 0;
     one_by_one := 0;
-    SELECT count(*) INTO remaining FROM pg_temp.pgdedup_heads;
+    SELECT count(*), min(rnk) - 1 INTO remaining, last_rnk FROM pg_temp.pgdedup_heads;
     UPDATE pg_temp.pgdedup_heads x SET kept = NOT hit, decided_in = 0 WHERE hit OR pending = 0;
     GET DIAGNOSTICS decided = ROW_COUNT;
     remaining := remaining - decided;
@@ -59,7 +59,7 @@ BEGIN
             -- decided (in a round, or before them here), so each looks at them directly; they
             -- join the heads the next round passes on (decided_in = rounds).
             FOR head IN SELECT h.text_hash, h.rnk FROM pg_temp.pgdedup_heads h
-                        WHERE h.kept IS NULL AND h.rnk > coalesce(last_rnk, -1)
+                        WHERE h.kept IS NULL AND h.rnk > last_rnk
                         ORDER BY h.rnk LIMIT p_batch LOOP
                 UPDATE pg_temp.pgdedup_heads x
                 SET kept = NOT EXISTS (
