@@ -117,6 +117,27 @@ def _remove_vanished(conn: psycopg.Connection, source: Source, collection_id: in
     return len(gone)
 
 
+def _flush_staged(conn: psycopg.Connection, collection_id: int) -> None:
+    """Move the band keys a crashed first load left staged into ``band_keys``, before the run
+    forgets or compares any row (``forget_rows`` deletes from ``band_keys`` only).
+
+    Their rows were logged as changes when their chunks committed, but the collection's lock was
+    free after the crash, so a dedupe may have run and decided them without their band keys
+    (invisible while staged) and so passed their changes: they are logged again and the
+    results marked stale, and the next dedupe re-examines them. Nothing is written when nothing
+    is staged.
+    """
+    with conn.transaction():
+        staged = conn.execute("SELECT EXISTS (SELECT 1 FROM pgdedup.band_keys_staged WHERE collection_id = %s)",
+                              (collection_id,)).fetchone()[0]
+        if staged:
+            _results_now_stale(conn, collection_id)
+            conn.execute("SELECT pgdedup.log_changes(%s, ARRAY(SELECT g.row_key FROM pgdedup.signatures g WHERE "
+                         "g.collection_id = %s AND g.row_id IN (SELECT s.row_id FROM pgdedup.band_keys_staged s "
+                         "WHERE s.collection_id = %s)))", (collection_id, collection_id, collection_id))
+            conn.execute("SELECT pgdedup.flush_band_keys(%s)", (collection_id,))
+
+
 def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
     """Bump the collection's index version: results computed before are stale from now on.
     Done before (or with) the first write, so a crash after it errs on the side of "stale"."""
@@ -453,6 +474,7 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
               progress: bool | None, workers: int | None, t0: float, client: "Client | None") -> IndexResult:
     """Compare every row: forget vanished rows, sign new and changed ones (key ranges signed
     here, by worker processes, or as tasks on ``client``'s cluster)."""
+    _flush_staged(writer, coll.id)
     removed = _remove_vanished(writer, source, coll.id)
     source_rows, null_keys = writer.execute(
         sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
@@ -465,8 +487,6 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
         parts = cluster.slots(client) if client is not None else default_workers(source_rows)
     # never a worker with less than a chunk of rows: each costs a process start and a connection
     ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
-    # a crashed run's staged keys are moved first, so a rerun sees everything committed
-    writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))
     bands = "band_keys_staged" if coll.rows_indexed == 0 and _stages(writer, source_rows, coll.params) else "band_keys"
     job = RangeJob(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
     with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:

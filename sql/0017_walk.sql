@@ -24,7 +24,7 @@
 -- pg_temp.pgdedup_later (n: an earlier neighbour head of h) in rounds; after a round that
 -- decided fewer than p_sequential_below heads, the next p_batch undecided heads in keep order
 -- are decided one by one before the next round. Returns the rounds run and the heads decided
--- one by one.
+-- one by one. Called by walk(), which checks the arguments.
 CREATE FUNCTION pgdedup.decide_heads(p_sequential_below integer, p_batch integer,
                                      OUT rounds integer, OUT one_by_one bigint)
 LANGUAGE plpgsql AS $$
@@ -34,10 +34,6 @@ DECLARE
     last_rnk bigint;  -- every head up to this rank is decided
     head record;
 BEGIN
-    IF p_sequential_below IS NULL OR p_sequential_below < 0 OR p_batch IS NULL OR p_batch < 1 THEN
-        RAISE EXCEPTION 'the walk needs p_sequential_below >= 0 and p_batch >= 1, not % and %',
-            coalesce(p_sequential_below::text, 'NULL'), coalesce(p_batch::text, 'NULL') USING ERRCODE = 'PD003';
-    END IF;
     rounds := 0;
     one_by_one := 0;
     SELECT count(*), min(rnk) - 1 INTO remaining, last_rnk FROM pg_temp.pgdedup_heads;
@@ -106,6 +102,10 @@ DECLARE
     decision record;
     t0 timestamptz := clock_timestamp();
 BEGIN
+    IF p_sequential_below IS NULL OR p_sequential_below < 0 OR p_batch IS NULL OR p_batch < 1 THEN
+        RAISE EXCEPTION 'the walk needs p_sequential_below >= 0 and p_batch >= 1, not % and %',
+            coalesce(p_sequential_below::text, 'NULL'), coalesce(p_batch::text, 'NULL') USING ERRCODE = 'PD003';
+    END IF;
     DROP TABLE IF EXISTS pg_temp.pgdedup_walk, pg_temp.pgdedup_kept, pg_temp.pgdedup_marks,
         pg_temp.pgdedup_heads, pg_temp.pgdedup_later;
     CREATE TEMP TABLE IF NOT EXISTS pgdedup_fixed (row_id bigint, row_key text, text_hash bigint, rnk bigint)

@@ -116,3 +116,13 @@ def test_a_chain_alternates_kept_and_duplicate(migrated):
     assert reference_walk(rows, [], edges) == by_hand
     for setting in SETTINGS:
         assert server_walk(migrated, rows, [], edges, setting) == by_hand
+
+
+@pytest.mark.parametrize("setting", [(-1, 1), (16, 0), (None, 1000), (16, None)])
+def test_the_walk_refuses_bad_settings_before_it_builds_anything(migrated, setting):
+    """Without its input tables, a walk that started building would fail on them (42P01): PD003
+    says the settings were checked first."""
+    with psycopg.connect(migrated) as conn:
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute("SELECT pgdedup.walk(%s::integer, %s::integer)", setting)
+        assert raised.value.sqlstate == "PD003"
