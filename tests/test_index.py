@@ -222,15 +222,22 @@ def test_a_first_load_stages_its_band_keys_only_when_they_outgrow_twice_shared_b
     assert loader._stages(conn, 419_431, Params())
 
 
-def _crash_a_staged_first_load(conn, dsn, monkeypatch) -> list[tuple[int, str]]:
+def _family_table(conn, table: str = "docs", n: int = 600) -> list[tuple[int, str]]:
+    """A table of ``n`` rows of near-duplicate families; returns its rows."""
+    import random
+    from families import text
+    rng = random.Random(1)
+    rows = [(i, text(rng, rng.randrange(60), rng.randrange(4))) for i in range(n)]
+    conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany(f"INSERT INTO {table} VALUES (%s, %s)", rows)
+    return rows
+
+
+def _crash_a_staged_first_load(conn, dsn, monkeypatch, table: str = "docs") -> list[tuple[int, str]]:
     """600 rows of near-duplicate families; a first load that stages its band keys dies after
     200 rows (a trigger raises in the chunk that reaches them). Returns the table's rows."""
-    import random
-    from families import PARAMS, text
-    rng = random.Random(1)
-    rows = [(i, text(rng, rng.randrange(60), rng.randrange(4))) for i in range(600)]
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO docs VALUES (%s, %s)", rows)
+    from families import PARAMS
+    rows = _family_table(conn, table)
     pgdedup.migrate(dsn)
     conn.execute("""CREATE FUNCTION public.fail_after_200() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN IF (SELECT count(*) FROM pgdedup.signatures) >= 200 THEN RAISE EXCEPTION 'simulated crash'; END IF;
@@ -238,8 +245,9 @@ def _crash_a_staged_first_load(conn, dsn, monkeypatch) -> list[tuple[int, str]]:
     conn.execute("CREATE TRIGGER crash BEFORE INSERT ON pgdedup.signatures FOR EACH ROW EXECUTE FUNCTION fail_after_200()")
     monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
     with pytest.raises(psycopg.Error, match="simulated crash"):
-        pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, chunk_size=50, progress=False)
+        pgdedup.index(table, "id", ["body"], params=PARAMS, dsn=dsn, chunk_size=50, progress=False)
     conn.execute("DROP TRIGGER crash ON pgdedup.signatures")
+    conn.execute("DROP FUNCTION public.fail_after_200()")
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] > 0
     return rows
 
@@ -270,3 +278,48 @@ def test_a_dedupe_between_a_staged_crash_and_the_resume_leaves_no_stale_marks(co
     pgdedup.dedupe("docs", dsn=dsn, full=True, progress=False)
     assert conn.execute(marks).fetchall() == incremental
     assert sum(d is not None for _, d in incremental) > 100  # the families do mark rows
+
+
+def _band_keys(conn, table: str) -> int:
+    return conn.execute("SELECT count(*) FROM pgdedup.band_keys b JOIN pgdedup.collections c USING (collection_id) "
+                        "WHERE c.name = %s", (table,)).fetchone()[0]
+
+
+def test_a_staged_load_moves_its_keys_and_leaves_another_collections_staged_ones(conn, dsn, monkeypatch):
+    """The staging table is shared: a collection whose staged load crashed keeps its staged keys
+    while another one's staged load moves its own in (so the staging table is emptied by DELETE,
+    not TRUNCATE), and gets them when it resumes."""
+    _crash_a_staged_first_load(conn, dsn, monkeypatch, "crashed")
+    left = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
+    _family_table(conn, "other", 300)
+    pgdedup.index("other", "id", ["body"], dsn=dsn, chunk_size=50, progress=False)
+    assert _band_keys(conn, "other") == 300 * Params().bands
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == left
+    pgdedup.index("crashed", dsn=dsn, chunk_size=50, progress=False)
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+    assert _band_keys(conn, "crashed") == 600 * 8  # families.PARAMS: 8 bands
+
+
+def test_a_staged_load_does_not_wait_for_another_writer_of_the_staging_table(conn, dsn, monkeypatch):
+    """An open transaction that holds the staging table's ROW EXCLUSIVE lock (as another load's
+    COPY does) would block a TRUNCATE: the flush asks with NOWAIT and deletes its keys instead.
+    Were it to wait, the run would end only when the other session is closed, after 20 s."""
+    import threading
+    import time
+    _family_table(conn, "docs", 300)
+    pgdedup.migrate(dsn)
+    monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
+    other = psycopg.connect(dsn)
+    other.execute("LOCK TABLE pgdedup.band_keys_staged IN ROW EXCLUSIVE MODE")
+    timer = threading.Timer(20, other.close)
+    timer.start()
+    try:
+        t0 = time.perf_counter()
+        pgdedup.index("docs", "id", ["body"], dsn=dsn, chunk_size=50, progress=False)
+        assert time.perf_counter() - t0 < 15
+        assert not other.closed
+    finally:
+        timer.cancel()
+        other.close()
+    assert _band_keys(conn, "docs") == 300 * Params().bands
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0

@@ -347,6 +347,19 @@ def test_a_role_without_create_indexes_once_the_schema_is_at_head(conn, app):
     assert conn.execute("SELECT count(*) FROM pgdedup.runs WHERE kind = 'index'").fetchone()[0] == 1
 
 
+def test_a_role_without_truncate_stages_a_first_load(conn, app, monkeypatch):
+    """The runtime role may not TRUNCATE the staging table: a first load that stages its band
+    keys (forced here for a small table) moves them in and deletes them instead."""
+    from pgdedup import loader
+    name, app_dsn, texts = app
+    assert not conn.execute("SELECT has_table_privilege(%s, 'pgdedup.band_keys_staged', 'TRUNCATE')",
+                            (name,)).fetchone()[0]
+    monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
+    assert pgdedup.index("docs", "id", ["body"], dsn=app_dsn, progress=False).signed == len(texts)
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 16 * len(texts)
+
+
 def test_a_role_without_create_verifies_exactly(conn, dsn, app):
     name, app_dsn, texts = app
     pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)

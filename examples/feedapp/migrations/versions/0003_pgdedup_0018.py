@@ -1,6 +1,6 @@
-"""Take in pgdedup's revision 0017_walk, as an app does for each pgdedup release.
+"""Take in pgdedup's revisions up to 0018_flush, as an app does for each pgdedup release.
 
-Revision ID: 0003_pgdedup_0017
+Revision ID: 0003_pgdedup_0018
 Revises: 0002_pgdedup_0016
 """
 
@@ -8,14 +8,14 @@ from alembic import op
 
 import pgdedup
 
-revision = "0003_pgdedup_0017"
+revision = "0003_pgdedup_0018"
 down_revision = "0002_pgdedup_0016"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    pgdedup.migrate(op.get_bind(), "0017_walk")
+    pgdedup.migrate(op.get_bind(), "0018_flush")
 
 
 def downgrade() -> None:

@@ -1,0 +1,44 @@
+-- pgdedup schema, version 18: a staged first load's band keys move into band_keys without
+-- DELETE ... RETURNING. Revision 1 moved them in one statement (a DELETE of the staged keys
+-- feeding a sorted INSERT): at 1,000,000 rows (16 million keys) that took 55 s of a 131 s index,
+-- run alone after the last chunk. Measured at 300,000 rows (4.8 million keys, same server, two
+-- rounds): that statement 18.4 / 16.6 s; the sorted INSERT then a DELETE 14.6 / 12.8 s (the
+-- DELETE alone 1.5 s: it was feeding the INSERT through RETURNING that cost); the sorted INSERT
+-- then a TRUNCATE 11.5 s; an unsorted INSERT 20.5 s.
+--
+-- So the keys are inserted in key order first, then removed from the staging table: by TRUNCATE
+-- when it holds this collection's keys only and the role may truncate it (no dead rows left for
+-- autovacuum either), else by DELETE. TRUNCATE takes the staging table's ACCESS EXCLUSIVE lock
+-- for the rest of the transaction; it is asked for with NOWAIT after the insert, so a first load
+-- of another collection that is writing its staged keys at that moment is never waited for (the
+-- DELETE is used instead), and one that starts later waits only for this commit.
+--
+-- Applied by migration 0018. Released files are never edited: a change is a new file + migration.
+
+CREATE OR REPLACE FUNCTION pgdedup.flush_band_keys(p_collection integer) RETURNS bigint
+LANGUAGE plpgsql SET work_mem = '256MB' AS $$
+DECLARE
+    moved bigint;
+BEGIN
+    INSERT INTO pgdedup.band_keys
+        SELECT * FROM pgdedup.band_keys_staged WHERE collection_id = p_collection ORDER BY band, bucket, row_id;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    IF moved = 0 THEN
+        RETURN 0;
+    END IF;
+    IF pg_catalog.has_table_privilege('pgdedup.band_keys_staged', 'TRUNCATE') THEN
+        BEGIN
+            LOCK TABLE pgdedup.band_keys_staged IN ACCESS EXCLUSIVE MODE NOWAIT;
+            IF NOT EXISTS (SELECT 1 FROM pgdedup.band_keys_staged WHERE collection_id <> p_collection) THEN
+                TRUNCATE pgdedup.band_keys_staged;
+                RETURN moved;
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;  -- another load is writing staged keys: delete ours instead
+        END;
+    END IF;
+    DELETE FROM pgdedup.band_keys_staged WHERE collection_id = p_collection;
+    RETURN moved;
+END $$;
+
+SELECT pgdedup.pin_search_paths();
