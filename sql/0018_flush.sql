@@ -7,8 +7,9 @@
 -- then a TRUNCATE 11.5 s; an unsorted INSERT 20.5 s.
 --
 -- So the keys are inserted in key order first, then removed from the staging table: by TRUNCATE
--- when it holds this collection's keys only and the role may truncate it (no dead rows left for
--- autovacuum either), else by DELETE. TRUNCATE takes the staging table's ACCESS EXCLUSIVE lock
+-- when it holds this collection's keys only and the role may truncate it and sees every row
+-- (row-level security hides other collections' rows from other roles, and TRUNCATE would not
+-- spare them), which also leaves no dead rows for autovacuum; else by DELETE. TRUNCATE takes the staging table's ACCESS EXCLUSIVE lock
 -- for the rest of the transaction; it is asked for with NOWAIT after the insert, so a first load
 -- of another collection that is writing its staged keys at that moment is never waited for (the
 -- DELETE is used instead), and one that starts later waits only for this commit.
@@ -26,7 +27,10 @@ BEGIN
     IF moved = 0 THEN
         RETURN 0;
     END IF;
-    IF pg_catalog.has_table_privilege('pgdedup.band_keys_staged', 'TRUNCATE') THEN
+    -- TRUNCATE ignores row-level security: only a role that sees every staged row (the owner,
+    -- a superuser) can know that none belongs to another collection
+    IF pg_catalog.has_table_privilege('pgdedup.band_keys_staged', 'TRUNCATE')
+       AND NOT pg_catalog.row_security_active('pgdedup.band_keys_staged') THEN
         BEGIN
             LOCK TABLE pgdedup.band_keys_staged IN ACCESS EXCLUSIVE MODE NOWAIT;
             IF NOT EXISTS (SELECT 1 FROM pgdedup.band_keys_staged WHERE collection_id <> p_collection) THEN
