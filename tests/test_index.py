@@ -288,12 +288,18 @@ def _band_keys(conn, table: str) -> int:
 def test_a_staged_load_moves_its_keys_and_leaves_another_collections_staged_ones(conn, dsn, monkeypatch):
     """The staging table is shared: a collection whose staged load crashed keeps its staged keys
     while another one's staged load moves its own in (so the staging table is emptied by DELETE,
-    not TRUNCATE), and gets them when it resumes."""
+    not TRUNCATE), and gets them when it resumes. Every stored signature's bucket of every band
+    is then in band_keys."""
     _crash_a_staged_first_load(conn, dsn, monkeypatch, "crashed")
     left = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
     _family_table(conn, "other", 300)
-    pgdedup.index("other", "id", ["body"], dsn=dsn, chunk_size=50, progress=False)
+    # two workers: the staged keys move in two sessions at once, eight bands each
+    pgdedup.index("other", "id", ["body"], dsn=dsn, chunk_size=50, progress=False, workers=2)
     assert _band_keys(conn, "other") == 300 * Params().bands
+    assert conn.execute("""SELECT count(*) FROM pgdedup.signatures s JOIN pgdedup.collections c USING (collection_id),
+          unnest(s.buckets) WITH ORDINALITY u(bucket, band)
+        WHERE c.name = 'other' AND NOT EXISTS (SELECT 1 FROM pgdedup.band_keys b WHERE b.collection_id = s.collection_id
+          AND b.band = u.band - 1 AND b.bucket = u.bucket AND b.row_id = s.row_id)""").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == left
     pgdedup.index("crashed", dsn=dsn, chunk_size=50, progress=False)
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0

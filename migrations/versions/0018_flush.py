@@ -1,4 +1,4 @@
-"""flush: a staged first load's band keys move in by a sorted INSERT, then TRUNCATE or DELETE.
+"""flush: a staged first load's band keys move in by sorted INSERTs of shares of the bands, then DELETE or TRUNCATE.
 
 Revision ID: 0018_flush
 Revises: 0017_walk
@@ -19,6 +19,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    run_sql("DROP FUNCTION pgdedup.flush_band_keys(integer);")
+    run_sql("DROP FUNCTION pgdedup.flush_band_keys(integer, integer[]);")
     run_sql(function_definitions("0001_schema.sql", ("flush_band_keys",)))
     run_sql("SELECT pgdedup.pin_search_paths();")
