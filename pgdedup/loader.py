@@ -139,13 +139,15 @@ def _flush_staged(conn: psycopg.Connection, collection_id: int) -> None:
             conn.execute("SELECT pgdedup.flush_band_keys(%s)", (collection_id,))
 
 
-def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int) -> None:
+def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int, lock_holder: int) -> None:
     """Move a staged load's band keys into ``band_keys`` in ``sessions`` sessions at once, each the
     keys of a share of the bands in one transaction (``flush_band_keys``, revision 18).
 
     At the end of a load the signing processes have finished: one session's sorted insert of
-    every key (1,000,000 rows: ~50 s) would leave the other cores idle. Run while the caller
-    holds the collection's lock; a share that fails leaves its keys staged, for the next run.
+    every key (1,000,000 rows: ~50 s) would leave the other cores idle. Each share's transaction
+    first checks that backend ``lock_holder`` (the run's session) still holds the collection's
+    lock, as every chunk's does: a share orphaned by a dead run must not race the next run's
+    move. A share that fails leaves its keys staged, for the next run.
 
     Raises:
         psycopg.Error: a session failed (the shares already committed stay moved).
@@ -155,7 +157,9 @@ def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int) 
 
     def move(share: list[int]) -> None:
         with connect(dsn, autocommit=True, application_name="pgdedup index (moving band keys)") as conn:
-            conn.execute("SELECT pgdedup.flush_band_keys(%s, %s)", (collection_id, share))
+            with conn.transaction():
+                conn.execute("SELECT pgdedup.assert_locked_by(%s, %s)", (collection_id, lock_holder))
+                conn.execute("SELECT pgdedup.flush_band_keys(%s, %s)", (collection_id, share))
 
     if len(shares) == 1:
         move(shares[0])
@@ -524,7 +528,7 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
         else:
             signed = _sign_parallel(job, ranges, bar)
     if bands == "band_keys_staged":
-        _flush_in_parallel(dsn, coll.id, coll.params.bands, len(ranges))
+        _flush_in_parallel(dsn, coll.id, coll.params.bands, len(ranges), writer.info.backend_pid)
         writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))  # empties the staging table
     if signed or removed:  # what was just written is what the next run's joins are planned on
         writer.execute("ANALYZE pgdedup.signatures (collection_id, row_key, row_id)")  # not the arrays: 20× cheaper

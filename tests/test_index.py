@@ -329,3 +329,19 @@ def test_a_staged_load_does_not_wait_for_another_writer_of_the_staging_table(con
         other.close()
     assert _band_keys(conn, "docs") == 300 * Params().bands
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+
+
+def test_moving_staged_keys_stops_when_the_run_no_longer_holds_the_lock(conn, dsn, monkeypatch):
+    """The sessions that move a staged load's keys check, like every chunk, that the run's session
+    still holds the collection's lock: a move orphaned by a dead run must not race the next run
+    (found by a hostile review: the rerun's move hit the orphan's uncommitted keys, a primary key
+    violation). Here the lock holder named is a backend that holds no lock: nothing moves."""
+    _crash_a_staged_first_load(conn, dsn, monkeypatch)
+    staged = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
+    cid = conn.execute("SELECT collection_id FROM pgdedup.collections").fetchone()[0]
+    with pytest.raises(psycopg.Error) as raised:
+        loader._flush_in_parallel(dsn, cid, 8, 2, conn.info.backend_pid)
+    assert raised.value.sqlstate == "PD005"
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == staged
+    assert pgdedup.index("docs", dsn=dsn, chunk_size=50, progress=False).signed == 400
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
