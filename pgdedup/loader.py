@@ -161,9 +161,6 @@ def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int, 
                 conn.execute("SELECT pgdedup.assert_locked_by(%s, %s)", (collection_id, lock_holder))
                 conn.execute("SELECT pgdedup.flush_band_keys(%s, %s)", (collection_id, share))
 
-    if len(shares) == 1:
-        move(shares[0])
-        return
     with ThreadPoolExecutor(len(shares)) as pool:  # the work is the server's: threads suffice
         for done in [pool.submit(move, share) for share in shares]:
             done.result()
@@ -316,7 +313,7 @@ DIRECT_SHARE_OF_BUFFERS = 2.0
 
 def _stages(conn: psycopg.Connection, rows: int, params: Params) -> bool:
     """Whether a first load of ``rows`` rows stages its band keys in ``band_keys_staged`` and moves
-    them into ``band_keys`` in one sorted insert at the end (``flush_band_keys``).
+    them into ``band_keys`` by sorted inserts at the end (``_flush_in_parallel``).
 
     Written straight into ``band_keys``, the keys update its primary key index as the workers'
     COPYs go, which overlaps with signing; staged, the sorted insert runs alone at the end (20,000
