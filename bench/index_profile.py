@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed import INDEX_CHILD, machine, make_texts, table  # noqa: E402
+from speed import INDEX_CHILD, load_texts, machine, make_texts, table  # noqa: E402
 
 import psycopg  # noqa: E402
 
@@ -47,11 +47,7 @@ def main() -> None:
     with LocalPostgres() as server, psycopg.connect(server.dsn, autocommit=True) as conn:
         dsn = server.dsn
         machine(dsn, ("pgdedup", "psycopg", "numpy"))
-        conn.execute("CREATE TABLE speed_texts (id integer PRIMARY KEY, body text NOT NULL)")
-        with conn.cursor().copy("COPY speed_texts (id, body) FROM STDIN") as copy:
-            for i, text in enumerate(make_texts(args.docs)):
-                copy.write_row((i, text))
-        conn.execute("VACUUM ANALYZE speed_texts")
+        load_texts(conn, make_texts(args.docs))
         log = server.base / "server.log"
         for _ in range(args.repeat):
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")

@@ -162,6 +162,17 @@ if __name__ == "__main__":
 """
 
 
+def load_texts(conn, texts: list[str]) -> None:
+    """(Re)create the table ``speed_texts (id integer PRIMARY KEY, body text NOT NULL)`` holding
+    ``texts`` (ids 0, 1, …), VACUUM ANALYZEd: the source table of every end-to-end index run."""
+    conn.execute("DROP TABLE IF EXISTS speed_texts")
+    conn.execute("CREATE TABLE speed_texts (id integer PRIMARY KEY, body text NOT NULL)")
+    with conn.cursor().copy("COPY speed_texts (id, body) FROM STDIN") as copy:
+        for i, text in enumerate(texts):
+            copy.write_row((i, text))
+    conn.execute("VACUUM ANALYZE speed_texts")
+
+
 def end_to_end(dsn: str, docs: int, repeat: int, workers: int = 2) -> dict:
     """``pgdedup.index`` of the same texts stored in a table (``speed_texts``) into an empty
     ``pgdedup`` schema (created beforehand, untimed: a database's first index pays ~0.2–0.6 s
@@ -171,12 +182,7 @@ def end_to_end(dsn: str, docs: int, repeat: int, workers: int = 2) -> dict:
     import pgdedup
     texts = make_texts(docs)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS speed_texts")
-        conn.execute("CREATE TABLE speed_texts (id integer PRIMARY KEY, body text NOT NULL)")
-        with conn.cursor().copy("COPY speed_texts (id, body) FROM STDIN") as copy:
-            for i, text in enumerate(texts):
-                copy.write_row((i, text))
-        conn.execute("VACUUM ANALYZE speed_texts")
+        load_texts(conn, texts)
         runs = []
         for _ in range(repeat):
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling import spread  # noqa: E402  (same directory)
-from speed import machine, make_texts, scratch_database, table  # noqa: E402
+from speed import load_texts, machine, make_texts, scratch_database, table  # noqa: E402
 
 import psycopg  # noqa: E402
 
@@ -54,12 +54,7 @@ def main() -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
             print("shared_buffers", conn.execute("SHOW shared_buffers").fetchone()[0], flush=True)
             for docs in (int(d) for d in args.docs.split(",")):
-                conn.execute("DROP TABLE IF EXISTS speed_texts")
-                conn.execute("CREATE TABLE speed_texts (id integer PRIMARY KEY, body text NOT NULL)")
-                with conn.cursor().copy("COPY speed_texts (id, body) FROM STDIN") as copy:
-                    for i, text in enumerate(make_texts(docs)):
-                        copy.write_row((i, text))
-                conn.execute("VACUUM ANALYZE speed_texts")
+                load_texts(conn, make_texts(docs))
                 seconds: dict[str, list[float]] = {way: [] for way, _ in WAYS}
                 for turn in range(args.repeat):
                     for way, share in WAYS[turn % 2:] + WAYS[:turn % 2]:

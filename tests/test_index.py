@@ -11,6 +11,8 @@ import pytest
 import pgdedup
 from pgdedup import Params, loader, sign_texts
 
+from crashes import signatures_fail_after
+
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 
 
@@ -136,17 +138,12 @@ def test_crash_midway_resumes(conn, dsn, monkeypatch, staged):
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(50)])
     pgdedup.migrate(dsn)
-    conn.execute("""CREATE FUNCTION public.fail_after_20() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF (SELECT count(*) FROM pgdedup.signatures) >= 20 THEN RAISE EXCEPTION 'simulated crash'; END IF;
-        RETURN NEW; END $$""")
-    conn.execute("CREATE TRIGGER crash BEFORE INSERT ON pgdedup.signatures FOR EACH ROW EXECUTE FUNCTION fail_after_20()")
-    with pytest.raises(psycopg.Error, match="simulated crash"):
+    with signatures_fail_after(conn, 20), pytest.raises(psycopg.Error, match="simulated crash"):
         pgdedup.index("t", "id", ["body"], dsn=dsn, chunk_size=10, progress=False)
     assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 20
     where = ("SELECT count(*) FROM pgdedup.band_keys_staged", "SELECT count(*) FROM pgdedup.band_keys")
     assert conn.execute(where[not staged]).fetchone()[0] == 20 * Params().bands
     assert conn.execute(where[staged]).fetchone()[0] == 0
-    conn.execute("DROP TRIGGER crash ON pgdedup.signatures")
     resumed = pgdedup.index("t", "id", ["body"], dsn=dsn, chunk_size=10, progress=False)
     assert resumed.signed == 30
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 50 * Params().bands
@@ -239,15 +236,9 @@ def _crash_a_staged_first_load(conn, dsn, monkeypatch, table: str = "docs") -> l
     from families import PARAMS
     rows = _family_table(conn, table)
     pgdedup.migrate(dsn)
-    conn.execute("""CREATE FUNCTION public.fail_after_200() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF (SELECT count(*) FROM pgdedup.signatures) >= 200 THEN RAISE EXCEPTION 'simulated crash'; END IF;
-        RETURN NEW; END $$""")
-    conn.execute("CREATE TRIGGER crash BEFORE INSERT ON pgdedup.signatures FOR EACH ROW EXECUTE FUNCTION fail_after_200()")
     monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
-    with pytest.raises(psycopg.Error, match="simulated crash"):
+    with signatures_fail_after(conn, 200), pytest.raises(psycopg.Error, match="simulated crash"):
         pgdedup.index(table, "id", ["body"], params=PARAMS, dsn=dsn, chunk_size=50, progress=False)
-    conn.execute("DROP TRIGGER crash ON pgdedup.signatures")
-    conn.execute("DROP FUNCTION public.fail_after_200()")
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] > 0
     return rows
 

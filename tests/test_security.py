@@ -28,6 +28,7 @@ from pgdedup import Params, sign_texts
 from pgdedup.schema import HEAD
 
 from clirun import cli, one_line_error
+from crashes import signatures_fail_after
 from planted import edit, story
 
 SAFE_PATH = "search_path=pg_catalog, pg_temp"
@@ -359,13 +360,8 @@ def test_a_runtime_roles_staged_load_spares_staged_keys_it_cannot_see(conn, dsn,
         conn.execute(sql.SQL("GRANT TRUNCATE ON pgdedup.band_keys_staged TO {}").format(sql.Identifier(name)))
     monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
     secret = _docs(conn, "secret", seed=33)
-    conn.execute("""CREATE FUNCTION public.fail_at_4() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF (SELECT count(*) FROM pgdedup.signatures) >= 4 THEN RAISE EXCEPTION 'simulated crash'; END IF;
-        RETURN NEW; END $$""")
-    conn.execute("CREATE TRIGGER crash BEFORE INSERT ON pgdedup.signatures FOR EACH ROW EXECUTE FUNCTION fail_at_4()")
-    with pytest.raises(psycopg.Error, match="simulated crash"):
+    with signatures_fail_after(conn, 4), pytest.raises(psycopg.Error, match="simulated crash"):
         pgdedup.index("secret", "id", ["body"], dsn=dsn, chunk_size=4, progress=False)
-    conn.execute("DROP TRIGGER crash ON pgdedup.signatures")
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 4 * 16
 
     assert pgdedup.index("docs", "id", ["body"], dsn=app_dsn, progress=False).signed == len(texts)
