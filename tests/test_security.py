@@ -379,6 +379,24 @@ def test_a_role_without_create_verifies_exactly(conn, dsn, app):
     assert proc.stdout.splitlines()[1:] and proc.stdout.splitlines()[1].startswith("1,2,")
 
 
+@pytest.mark.parametrize("granted", [True, False], ids=["granted the work table", "granted before revision 19"])
+def test_a_runtime_role_dedupes_with_or_without_the_parallel_work_table(conn, dsn, app, granted):
+    """A role granted pgdedup's tables before revision 19 (GRANT ... ON ALL TABLES covers the
+    tables of its moment) has no privilege on pgdedup.candidates: its full dedupe estimates in one
+    process instead. Either way it marks what the owner marks and leaves the work table empty."""
+    name, app_dsn, texts = app
+    if not granted:
+        conn.execute(sql.SQL("REVOKE ALL ON pgdedup.candidates FROM {}").format(sql.Identifier(name)))
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    marks = 'SELECT id, duplicate_of FROM pgdedup."docs_duplicates" ORDER BY id'
+    pgdedup.dedupe("docs", alter=False, verify="estimate", dsn=dsn)
+    expected = conn.execute(marks).fetchall()
+    conn.execute("DELETE FROM pgdedup.duplicates")
+    assert pgdedup.dedupe("docs", alter=False, verify="estimate", full=True, dsn=app_dsn).kind == "full"
+    assert conn.execute(marks).fetchall() == expected == [(2, 1), (4, 3), (6, 5), (8, 7)]
+    assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
+
+
 def test_the_runtime_role_works_the_living_path(conn, dsn, app):
     """The owner tracks; the runtime role (USAGE + table privileges, no CREATE, not the table's
     owner) indexes from the queue, dedupes incrementally, checks and adds; its writes to the
