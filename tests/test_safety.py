@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -236,6 +238,43 @@ def test_kill_9_of_index_takes_its_workers_down_and_a_rerun_finishes(conn, dsn, 
     assert result.signed == 4000 and time.monotonic() - started < 60
     pgdedup.index("docs", "id", ["body"], name="reference", dsn=dsn, progress=False)
     assert _signatures(conn, "docs") == _signatures(conn, "reference")
+
+
+#: A first load that stages its band keys (forced for these few rows) with two workers, in a child.
+STAGED_LOAD = ("import sys; from pgdedup import loader; loader.DIRECT_SHARE_OF_BUFFERS = 0.0; import pgdedup; "
+               "pgdedup.index('docs', 'id', ['body'], dsn=sys.argv[1], workers=2, chunk_size=100, progress=False)")
+
+
+def test_kill_9_while_staged_keys_move_in_parallel_loses_and_doubles_no_key(conn, dsn):
+    """SIGKILL while a staged first load's two sessions move their shares of the bands into
+    band_keys (a slow trigger holds them mid-insert): the moves never commit, their sessions end
+    once they find the client gone, and the rerun moves every staged key exactly once."""
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
+                 "FROM generate_series(1, 600) g")
+    pgdedup.migrate(dsn)
+    conn.execute("CREATE FUNCTION public.slow_move() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN PERFORM pg_sleep(0.001); RETURN NEW; END $$")
+    conn.execute("CREATE TRIGGER slow BEFORE INSERT ON pgdedup.band_keys FOR EACH ROW EXECUTE FUNCTION public.slow_move()")
+    run = subprocess.Popen([sys.executable, "-c", STAGED_LOAD, dsn], start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE state = 'active' "
+                        "AND application_name = 'pgdedup index (moving band keys)'")
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index%%')",
+              timeout=60)
+    conn.execute("DROP TRIGGER slow ON pgdedup.band_keys")
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 600 * 16
+    assert pgdedup.index("docs", dsn=dsn, progress=False).signed == 0
+    keys = "SELECT band, bucket, row_id FROM pgdedup.band_keys ORDER BY 1, 2, 3"
+    stored = ("SELECT (u.band - 1)::smallint, u.bucket, s.row_id FROM pgdedup.signatures s, "
+              "unnest(s.buckets) WITH ORDINALITY AS u(bucket, band) ORDER BY 1, 2, 3")
+    assert conn.execute(keys).fetchall() == conn.execute(stored).fetchall()
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
