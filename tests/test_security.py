@@ -353,7 +353,8 @@ def test_a_runtime_roles_staged_load_spares_staged_keys_it_cannot_see(conn, dsn,
     """A first load that stages its band keys (forced here for small tables) empties the staging
     table by DELETE for a role under row-level security, even one granted TRUNCATE (which would
     ignore the policies): the staged keys of a collection the role may not read (left by the
-    owner's crashed load of ``secret``) survive, and the owner's resume moves them in."""
+    owner's crashed load of ``secret``) survive its two sessions' moves and its last call, and
+    the owner's resume moves them in."""
     from pgdedup import loader
     name, app_dsn, texts = app
     if truncate:
@@ -364,7 +365,8 @@ def test_a_runtime_roles_staged_load_spares_staged_keys_it_cannot_see(conn, dsn,
         pgdedup.index("secret", "id", ["body"], dsn=dsn, chunk_size=4, progress=False)
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 4 * 16
 
-    assert pgdedup.index("docs", "id", ["body"], dsn=app_dsn, progress=False).signed == len(texts)
+    assert pgdedup.index("docs", "id", ["body"], dsn=app_dsn, workers=2, chunk_size=4,
+                         progress=False).signed == len(texts)
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 4 * 16
     pgdedup.index("secret", dsn=dsn, progress=False)
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
