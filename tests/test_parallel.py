@@ -9,9 +9,18 @@ must be left empty.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 import pytest
 
+import pgdedup
+from clirun import cli_background
 from planted import indexed
 
 DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('items', true, NULL, 'published_at, id', "
@@ -49,4 +58,83 @@ def test_parallel_workers_estimate_the_candidates_with_the_marks_of_one_process(
     assert estimates and all("Workers Launched: 2" in p for p in estimates), plans
     assert shared == alone
     assert sum(v is not None for v in shared.values()) >= 100
+    assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
+
+
+def _marks(conn, table: str) -> dict[int, int | None]:
+    return dict(conn.execute(f"SELECT id, duplicate_of FROM {table}").fetchall())
+
+
+@contextmanager
+def held_after_writing_pairs(conn) -> Iterator[None]:
+    """Inside the block, a full dedupe stops (a real lock wait) right after writing its candidate
+    pairs into pgdedup.candidates, until the block ends: an AFTER INSERT statement trigger takes
+    an advisory lock that this session holds. Trigger and lock are gone on leaving."""
+    conn.execute("SELECT pg_advisory_lock(4219)")
+    conn.execute("CREATE FUNCTION public.pgdedup_test_hold() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN PERFORM pg_advisory_xact_lock_shared(4219); RETURN NULL; END $$")
+    conn.execute("CREATE TRIGGER hold AFTER INSERT ON pgdedup.candidates "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION public.pgdedup_test_hold()")
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(4219)")
+        conn.execute("DROP TRIGGER hold ON pgdedup.candidates")
+        conn.execute("DROP FUNCTION public.pgdedup_test_hold()")
+
+
+HELD = ("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%' "
+        "AND wait_event = 'advisory'")
+
+
+def _wait_for(conn, query: str, value: object, run: subprocess.Popen | None = None, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while conn.execute(query).fetchone()[0] != value:
+        assert time.monotonic() < deadline and (run is None or run.poll() is None), \
+            run.stderr.read() if run is not None and run.poll() is not None else query
+        time.sleep(0.05)
+
+
+def test_two_full_dedupes_of_different_collections_at_once_each_mark_as_alone(conn, dsn):
+    """Two CLI processes, each a full dedupe of its own collection, both holding their candidate
+    pairs in pgdedup.candidates at the same moment: each estimates only its own pairs (its marks
+    are those of a run alone), and both leave the table empty."""
+    indexed(conn, dsn, groups=30, copies=3, unrelated=60)
+    indexed(conn, dsn, table="others", groups=20, copies=5, unrelated=40, seed=11)
+    alone = {}
+    for table in ("items", "others"):
+        pgdedup.dedupe(table, keep_order="published_at, id", verify="estimate", full=True, dsn=dsn)
+        alone[table] = _marks(conn, table)
+        conn.execute(f"UPDATE {table} SET duplicate_of = NULL")
+    assert all(sum(v is not None for v in m.values()) >= 60 for m in alone.values())
+    with held_after_writing_pairs(conn):
+        runs = [cli_background("dedupe", table, "--keep-order", "published_at, id", "--verify", "estimate",
+                               "--full", "--dsn", dsn) for table in ("items", "others")]
+        _wait_for(conn, HELD, 2, runs[0])
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+    assert {table: _marks(conn, table) for table in ("items", "others")} == alone
+    assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
+
+
+def test_kill_9_while_the_pairs_are_in_the_work_table_changes_nothing(conn, dsn):
+    """SIGKILL of a full dedupe while its candidate pairs sit in pgdedup.candidates: its
+    transaction never commits (the marks of the run before stay as they were, no pair is left
+    in the table), its session ends, and the rerun marks what the run before marked."""
+    indexed(conn, dsn, groups=30, copies=3, unrelated=60)
+    before = pgdedup.dedupe("items", keep_order="published_at, id", verify="estimate", dsn=dsn)
+    marks = _marks(conn, "items")
+    assert before.duplicates >= 60
+    with held_after_writing_pairs(conn):
+        run = cli_background("dedupe", "items", "--keep-order", "published_at, id", "--verify", "estimate",
+                             "--full", "--dsn", dsn)
+        _wait_for(conn, HELD, 1, run)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+    _wait_for(conn, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%'", 0)
+    assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
+    assert _marks(conn, "items") == marks
+    again = pgdedup.dedupe("items", keep_order="published_at, id", verify="estimate", full=True, dsn=dsn)
+    assert again.duplicates == before.duplicates and _marks(conn, "items") == marks
     assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
