@@ -12,13 +12,11 @@ import difflib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .collections import get
 from .connection import Db, session
 from .db import source_texts
 from .errors import RowNotFound, translated
-from .exact import jaccard
+from .exact import common, jaccard
 from .features import features
 from .normalise import normalise, tokens
 
@@ -117,9 +115,9 @@ def explain(name: str, key_a: str, key_b: str, *, dsn: Db = None) -> Explanation
     if missing:
         raise RowNotFound(f"the source table {src.label} has no row with key {missing[0]!r} any more")
     norm = [normalise(texts[k]) for k in keys]
-    feats = features(norm, coll.params.spec, coll.params.seed)
-    fa, fb = (np.unique(feats.hashes[feats.offsets[i]:feats.offsets[i + 1]]) for i in (0, 1))
-    shared = len(np.intersect1d(fa, fb, assume_unique=True))
+    sets = features(norm, coll.params.spec, coll.params.seed).distinct()
+    fa, fb = (sets.hashes[sets.offsets[i]:sets.offsets[i + 1]] for i in (0, 1))
+    shared = common(fa, fb)
     diff, more = _word_diff(norm[0], norm[1])
     return Explanation(name, keys[0], keys[1], est, jaccard(fa, fb), threshold, count_a, count_b, shared, len(fa) - shared, len(fb) - shared, bands,
                        list(shared_bands), (lo, hi), diff, more)

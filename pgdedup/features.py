@@ -23,6 +23,7 @@ from .normalise import spaced
 Unit = Literal["word", "char"]
 
 _P = np.uint64(0x100000001B3)
+_R31, _R33 = np.uint64(31), np.uint64(33)
 
 
 @dataclass(frozen=True)
@@ -56,37 +57,69 @@ class Features:
         """The document number of every hash."""
         return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
 
+    def distinct(self) -> "Features":
+        """The same documents, each one's hashes sorted and without repeats (its feature set).
+
+        Documents are sorted one by one: a chunk's documents hold a few hundred hashes each,
+        and ~5,000 small sorts cost a fifth of one sort of the whole chunk by a (document,
+        hash) key (measured: 30 against 130 ms for 5,000 texts of ~2.7 KB).
+        """
+        hashes = self.hashes.copy()
+        bounds = self.offsets.tolist()
+        for start, end in zip(bounds, bounds[1:]):
+            hashes[start:end].sort()
+        first = np.ones(len(hashes), dtype=bool)
+        first[1:] = hashes[1:] != hashes[:-1]
+        first[self.offsets[:-1][np.diff(self.offsets) > 0]] = True  # a document's first hash
+        offsets = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.doc_index()[first], minlength=len(self)), out=offsets[1:])
+        return Features(offsets=offsets, hashes=hashes[first])
+
     def distinct_counts(self) -> np.ndarray:
         """Number of distinct shingles per document (the size of its feature set)."""
-        if not len(self.hashes):
-            return np.zeros(len(self), dtype=np.int64)
-        # Document number in the top 24 bits, hash in the low 40: one sort finds distinct pairs.
-        # Two different shingles of one document share 40 bits with probability ~2**-40.
-        key = (self.doc_index().astype(np.uint64) << np.uint64(40)) | (self.hashes >> np.uint64(24))
-        key.sort()
-        first = np.ones(len(key), dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        return np.bincount((key[first] >> np.uint64(40)).astype(np.int64), minlength=len(self))
+        return np.diff(self.distinct().offsets)
+
+
+def _slide(units: np.ndarray, n: int) -> np.ndarray:
+    """The fold of every run of n consecutive units, ``units[i:i+n]`` for i in 0..len-n, in
+    place over slices: n vector steps without gathers (runs across two documents are made too,
+    and dropped by the caller)."""
+    m = len(units) - n + 1
+    h0 = mix64(np.array([n], dtype=np.uint64))[0]
+    h = units[:m] ^ ((h0 << _R31) | (h0 >> _R33))
+    h *= _P
+    rotated = np.empty_like(h)
+    for j in range(1, n):
+        np.left_shift(h, _R31, out=rotated)
+        h >>= _R33
+        h |= rotated
+        h ^= units[j:j + m]
+        h *= _P
+    return h
 
 
 def _fold(units: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Hash of the unit tuples ``units[s:s+l]`` for each (s, l), all l in 1..n, vectorised.
+    """Hash of the unit tuples ``units[s:s+l]`` for each (s, l), all l in 1..n, vectorised:
+    h = mix64(l), then h = (rotl(h, 31) ^ unit) * P for each unit, then mix64(h).
 
-    Nearly all shingles have the full length n, so they are folded without masks; only the
-    single shingle of each short document (1..n-1 units) takes the masked path.
+    Nearly all shingles have the full length n: they are picked from the folds of every run of
+    n units (``_slide``); only the single shingle of each short document (1..n-1 units) takes
+    the masked path.
     """
     n = int(lengths.max(initial=0))
     out = np.empty(len(starts), dtype=np.uint64)
+    if not len(starts):
+        return out
     full = lengths == n
-    for mask, masked in ((full, False), (~full, True)):
-        st, ln = starts[mask], lengths[mask]
-        h = mix64(ln.astype(np.uint64))
-        for j in range(int(ln.max(initial=0))):
-            idx = np.where(j < ln, st + j, 0) if masked else st + j
-            step = (((h << np.uint64(31)) | (h >> np.uint64(33))) ^ units[idx]) * _P
-            h = np.where(j < ln, step, h) if masked else step
-        out[mask] = mix64(h)
-    return out
+    out[full] = _slide(units, n)[starts[full]]
+    st, ln = starts[~full], lengths[~full]
+    h = mix64(ln.astype(np.uint64))
+    for j in range(int(ln.max(initial=0))):
+        idx = np.where(j < ln, st + j, 0)
+        step = (((h << _R31) | (h >> _R33)) ^ units[idx]) * _P
+        h = np.where(j < ln, step, h)
+    out[~full] = h
+    return mix64(out)
 
 
 def _shingles(units: np.ndarray, lengths: np.ndarray, n: int) -> Features:

@@ -97,7 +97,7 @@ def _block_word_hashes(spaced_docs: Sequence[str], seed: int) -> tuple[np.ndarra
     after = np.concatenate((sep[1:], [True]))
     starts = np.flatnonzero(~sep & before)
     ends = np.flatnonzero(~sep & after) + 1
-    doc = np.cumsum(buf == 10)[starts]  # newlines before a token = its document number
+    doc = np.searchsorted(np.flatnonzero(buf == 10), starts)  # newlines before a token = its document number
     lengths = np.bincount(doc, minlength=len(spaced_docs)).astype(np.int64)
     prefix = np.zeros(len(buf) + 1, dtype=np.uint64)
     np.cumsum(buf.astype(np.uint64) * _powers(_BASE_INV, len(buf)), out=prefix[1:])

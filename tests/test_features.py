@@ -259,8 +259,10 @@ def _check_chunk_against_reference(raw: list[str | None], unit: str, n: int) -> 
 
     # the number of distinct hashes is the size of the shingle set
     np.testing.assert_array_equal(feats.distinct_counts(), [len(r) for r in refs])
+    sets = feats.distinct()
     for i, ref in enumerate(refs):
         assert np.unique(doc_hashes(feats, i)).size == len(ref)
+        np.testing.assert_array_equal(doc_hashes(sets, i), np.unique(doc_hashes(feats, i)))
 
     # equal shingle sets <=> equal hash sets (no collisions, no spurious differences)
     sets = [hash_set(feats, i) for i in range(len(raw))]

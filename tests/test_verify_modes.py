@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import psycopg
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -50,6 +51,15 @@ def _band(t: float, k: int, alpha: float = 1e-3) -> tuple[float, float]:
 
 
 LO, HI = _band(T, 128)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 2**64 - 1)), st.sets(st.integers(0, 2**64 - 1)), st.sets(st.integers(0, 2**64 - 1)))
+def test_exact_jaccard_of_two_feature_sets_is_that_of_python_sets(only_a, only_b, both):
+    a, b = only_a | both, only_b | both  # overlapping on purpose; ``both`` may share values with the others
+    arrays = [np.array(sorted(x), dtype=np.uint64) for x in (a, b)]
+    assert exact.common(*arrays) == exact.common(*arrays[::-1]) == len(a & b)
+    assert exact.jaccard(*arrays) == (len(a & b) / len(a | b) if a and b else 0.0)
 
 
 def _find(rng: random.Random, want: str) -> tuple[str, str, float, float]:
