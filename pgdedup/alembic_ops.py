@@ -34,16 +34,30 @@ def read_sql(name: str) -> str:
     return (resources.files("pgdedup.sql") / name).read_text(encoding="utf-8")
 
 
+#: Around pgdedup's SQL in a migration: the application's connection keeps the application's
+#: search_path, and what a migration creates binds its operators and functions at once (a CHECK
+#: constraint, a policy or a view made with ``public`` on the path could bind an operator another
+#: role put there, to run with the rights of every later pgdedup session). So the path is pinned
+#: to pg_catalog for pgdedup's SQL and given back after it, in SQL, so an offline script does the same.
+PIN = ("SELECT pg_catalog.set_config('pgdedup.search_path', pg_catalog.current_setting('search_path'), true), "
+       "pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);")
+UNPIN = "SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('pgdedup.search_path'), true);"
+
+
 def run_sql(sql: str) -> None:
-    """Execute SQL from inside a migration, in its transaction.
+    """Execute SQL from inside a migration, in its transaction, with ``search_path`` pinned to
+    pg_catalog (``PIN``) and given back afterwards.
 
     It goes straight to the psycopg connection without parameters, so ``%`` and ``:name`` in
     the SQL are never taken for placeholders.
     """
     if alembic.context.is_offline_mode():  # `alembic upgrade --sql`: the SQL goes into the script as it is
-        alembic.op.get_context().impl.static_output(sql)
+        alembic.op.get_context().impl.static_output(f"{PIN}\n{sql}\n{UNPIN}")
         return
-    alembic.op.get_bind().connection.driver_connection.execute(sql)
+    conn = alembic.op.get_bind().connection.driver_connection
+    conn.execute(PIN)
+    conn.execute(sql)
+    conn.execute(UNPIN)
 
 
 def run_sql_file(name: str) -> None:
@@ -56,7 +70,9 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
     ``CREATE [OR REPLACE] FUNCTION pgdedup.<f>(...) ... $$...$$;`` and ``ALTER FUNCTION pgdedup.<f>(...)``.
 
     A downgrade uses it to put back the functions a later revision replaced, from the one file
-    that defines them, instead of a copy. Raises ValueError if a function is not defined there.
+    that defines them, instead of a copy; so every ``CREATE FUNCTION`` comes back as ``CREATE OR
+    REPLACE FUNCTION`` (the function exists at that point). Raises ValueError if a function is
+    not defined there.
     """
     text = read_sql(name)
     statements = []
@@ -67,7 +83,8 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
         for create in creates:
             body_open = text.index("$$", create.start())
             end = text.index(";", text.index("$$", body_open + 2)) + 1
-            statements.append(text[create.start():end])
+            statements.append(re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION",
+                                     text[create.start():end]))
         statements += re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
     return "\n".join(statements)
 

@@ -298,7 +298,15 @@ def _print_tune(args: argparse.Namespace) -> None:
         print(histogram(sims))
 
 
+#: PostgreSQL's largest integer: a count above it would reach the server as a bigint, for which
+#: pgdedup's functions have no signature (an internal-looking "function does not exist").
+MAX_INT = 2**31 - 1
+
+
 def run(args: argparse.Namespace) -> None:
+    for option in ("max_bucket", "limit"):
+        if getattr(args, option, 1) > MAX_INT:
+            raise ValueError(f"{option} must be a positive integer, not {getattr(args, option)} (at most {MAX_INT})")
     if args.command == "demo":
         demo_mod.run(rows=args.rows, keep=args.keep, dsn=args.dsn)
     elif args.command == "migrate":
@@ -360,8 +368,9 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _error_line(exc: BaseException) -> str | None:
-    """The one line to print for an error a user can act on, or None for a bug (a traceback)."""
-    if isinstance(exc, (PgdedupError, ValueError)):
+    """The one line to print for an error a user can act on, or None for a bug (a traceback).
+    An OSError is the user's too: a file to write in a directory that does not exist, etc."""
+    if isinstance(exc, (PgdedupError, ValueError, OSError)):
         return str(exc).strip().splitlines()[0].removeprefix("pgdedup: ") if str(exc).strip() else type(exc).__name__
     orig = exc if isinstance(exc, psycopg.Error) else getattr(exc, "orig", None)  # SQLAlchemy wraps
     if isinstance(orig, psycopg.Error):

@@ -9,8 +9,8 @@ import psycopg
 from psycopg import sql
 
 from . import schema
-from .db import Source
-from .errors import CollectionNotFound, InvalidArgument, SourceMissing
+from .db import Source, check_source
+from .errors import CollectionNotFound, InvalidArgument, UnsafeOperation
 from .params import Params
 
 _COLUMNS = ("collection_id, name, source_schema, source_table, key_column, key_type, text_columns, "
@@ -51,7 +51,10 @@ def get(conn: psycopg.Connection, name: str, *, need_source: bool = False) -> Co
         CollectionNotFound: no such collection (the message names those that exist), or no
             pgdedup schema in the database at all.
         SchemaMismatch: the schema is at another revision than this pgdedup's.
-        SourceMissing: ``need_source`` and the source table was renamed or dropped.
+        SourceMissing: ``need_source`` and the source table (or one of its columns) was renamed
+            or dropped.
+        UnsafeOperation: ``need_source`` and reading the source could run another role's code
+            with this one's rights (``db.check_source``).
     """
     if schema.check_revision(conn) is None:
         raise CollectionNotFound(f"no collection named {name!r} (no pgdedup schema in this database yet; "
@@ -61,12 +64,8 @@ def get(conn: psycopg.Connection, name: str, *, need_source: bool = False) -> Co
         names = [r[0] for r in conn.execute("SELECT name FROM pgdedup.collections ORDER BY name")]
         known = ", ".join(names) if names else "none yet; run `pgdedup index` first"
         raise CollectionNotFound(f"no collection named {name!r} (collections: {known})")
-    src = found.source
-    if need_source and conn.execute("SELECT to_regclass(quote_ident(%s) || '.' || quote_ident(%s)) IS NULL",
-                                    (src.schema, src.table)).fetchone()[0]:
-        raise SourceMissing(f"the source table {src.schema}.{src.table} of collection {name!r} does not exist "
-                            f"(renamed or dropped?): `pgdedup drop {name}` forgets the collection; "
-                            "index the table under its new name to start again")
+    if need_source:
+        check_source(conn, found.source, name)
     return found
 
 
@@ -117,6 +116,7 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
 
     Raises:
         InvalidArgument: the settings differ and ``reindex`` is false.
+        UnsafeOperation: a re-index onto another table while the old one holds the marks.
     """
     differences = _source_differences(existing.source, source) + existing.params.differences(params)
     if not reindex:
@@ -128,6 +128,9 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
     if not reindex:
         raise InvalidArgument(f"collection {existing.name!r} was indexed with other settings "
                               f"({'; '.join(differences)}); rerun with --reindex to rebuild it")
+    moved = (existing.source.schema, existing.source.table) != (source.schema, source.table)
+    if moved:
+        _refuse_marks_left_behind(conn, existing)
     for table in ("band_keys", "band_keys_staged", "signatures", "duplicates", "exact_pairs", "results", "changes",
                   "checked"):
         conn.execute(sql.SQL("DELETE FROM pgdedup.{} WHERE collection_id = %s").format(sql.Identifier(table)),
@@ -138,4 +141,28 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
                rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
                indexed_at = NULL, index_version = index_version + 1
            WHERE collection_id = %s""", (*_values(source, params), existing.id))
+    if moved:  # the new table's column, if any, is vetted like any new one by the next dedupe
+        conn.execute("UPDATE pgdedup.collections SET mark_column = NULL, mark_relid = NULL, mark_attnum = NULL "
+                     "WHERE collection_id = %s", (existing.id,))
     return get(conn, existing.name)
+
+
+def _refuse_marks_left_behind(conn: psycopg.Connection, existing: Collection) -> None:
+    """Refuse to move a collection to another table while the table it leaves holds its marks:
+    no command could reach them afterwards (``unmark`` clears the collection's current table).
+
+    Raises:
+        UnsafeOperation: the old table still exists, is a table, and its marking column holds marks.
+    """
+    column = conn.execute("SELECT mark_column FROM pgdedup.collections WHERE collection_id = %s",
+                          (existing.id,)).fetchone()[0]
+    old = existing.source
+    if column is None or not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+            "WHERE c.oid = pgdedup.relation_of(%s, %s) AND c.relkind IN ('r', 'p') AND a.attname = %s "
+            "AND NOT a.attisdropped)", (old.schema, old.table, column)).fetchone()[0]:
+        return
+    if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} IS NOT NULL)").format(
+            old.table_sql, sql.Identifier(column))).fetchone()[0]:
+        raise UnsafeOperation(f"collection {existing.name!r} has marks in {old.label}.{column}: clear them first "
+                              f"(`pgdedup unmark {existing.name}`), then index the other table")

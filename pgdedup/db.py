@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .errors import InvalidArgument, PgdedupError, UnsafeOperation
+from .errors import InvalidArgument, PgdedupError, SourceMissing, UnsafeOperation
 
 #: The search_path of every pgdedup session: no object of another schema can stand in for a
 #: built-in function or operator, and pgdedup's own objects are always schema-qualified.
@@ -193,6 +193,60 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
     return dict(rows)
 
 
+def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
+    """Refuse to read a source whose reading could run code that another role controls, with
+    the rights of the role running pgdedup (often a superuser). Checked on every run, not only
+    the first: the table's owner may change it in between.
+
+    - A text or partition column is read as ``col::text``: a cast from a type its owner made
+      (a composite, an enum, a domain over one) runs that owner's function. So every such
+      column's type (a domain's: its base type's) must be owned by a superuser (the built-in
+      types, those of extensions) or by the current role.
+    - A view runs the functions it calls with the reader's rights: it must be owned by a
+      superuser or the current role.
+    - The key must still have the type it was indexed with: stored keys are cast back to it.
+
+    ``collection`` (the name of the collection whose source this is) goes into the messages.
+
+    Raises:
+        SourceMissing: the table or a column is gone.
+        UnsafeOperation: any of the above, or a recorded key type outside ``KEY_TYPES``.
+    """
+    source.key_cast  # noqa: B018 (raises UnsafeOperation for a key type outside KEY_TYPES, e.g. a tampered one)
+    rel = conn.execute(
+        """SELECT c.oid, c.relkind, o.rolname, o.rolsuper OR c.relowner = (SELECT r.oid FROM pg_roles r
+                                                                           WHERE r.rolname = current_user)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_roles o ON o.oid = c.relowner
+           WHERE n.nspname = %s AND c.relname = %s""", (source.schema, source.table)).fetchone()
+    of = "" if collection is None else f" of collection {collection!r}"
+    restart = "" if collection is None else (f": `pgdedup drop {collection}` forgets the collection; index the "
+                                             "table under its new name to start again")
+    if rel is None:
+        raise SourceMissing(f"the source table {source.label}{of} does not exist (renamed or dropped?){restart}")
+    oid, kind, owner, trusted = rel
+    if kind == "v" and not trusted:
+        raise UnsafeOperation(f"{source.label} is a view owned by {owner}: reading it runs the functions it calls with "
+                              f"your rights; run pgdedup as {owner}, or have a superuser own the view")
+    columns = {name: (type_name, owner_name, ok) for name, type_name, owner_name, ok in conn.execute(
+        """SELECT a.attname, a.atttypid::regtype::text, o.rolname,
+                  o.rolsuper OR o.rolname = current_user
+           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+           JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+           JOIN pg_roles o ON o.oid = b.typowner
+           WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped""", (oid,))}
+    for col in (source.key, *source.text_columns, *([source.partition] if source.partition else [])):
+        if col not in columns:
+            raise SourceMissing(f"column {col!r} of the source table {source.label}{of} does not exist any more{restart}")
+        type_name, type_owner, ok = columns[col]
+        if col == source.key and type_name != source.key_type:
+            raise UnsafeOperation(f"the key column {col!r} of {source.label} is {type_name} now, not "
+                                  f"{source.key_type} as when it was indexed: drop the collection and index it again")
+        if not ok:
+            raise UnsafeOperation(f"column {col!r} of {source.label} has type {type_name}, made by {type_owner}: its "
+                                  f"text form may run that role's code with your rights; run pgdedup as {type_owner}, "
+                                  f"or index a view of yours that casts the column to text")
+
+
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],
                    schema: str | None = None, partition_by: str | None = None) -> Source:
     """Check that the table and columns exist, the key type is supported, no text column is
@@ -202,6 +256,7 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
     Raises:
         PgdedupError: a missing table or column.
         InvalidArgument: an unsupported key type, a bytea text column, a SQL_ASCII database.
+        UnsafeOperation: reading the source could run another role's code (``check_source``).
     """
     if not text_columns:
         raise PgdedupError("at least one text column is needed (--text COLUMN)")
@@ -224,4 +279,6 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
     if partition_by is not None and partition_by in (key, *text_columns):
         raise InvalidArgument(f"the partition column {partition_by!r} is the key or a text column: partition by "
                               "a column of its own (a tenant, a feed)")
-    return Source(nsp, rel, key, key_type, tuple(text_columns), partition_by)
+    source = Source(nsp, rel, key, key_type, tuple(text_columns), partition_by)
+    check_source(conn, source)
+    return source

@@ -3,7 +3,7 @@
 MinHash estimates carry noise (standard error √(J(1−J)/k), 0.035 at J = 0.8, k = 128), so a
 pair just above the threshold may be estimated below it and one below it above. With
 ``verify="exact"``, every candidate whose estimate clears a looser bar (threshold minus three
-standard errors) is re-read from the source table in batches, re-shingled with the
+standard errors, or the low end of auto's band if lower) is re-read from the source table in batches, re-shingled with the
 collection's own feature settings, and kept only if its exact Jaccard reaches the threshold.
 Precision against the feature definition is then 1.0 (features are compared as 64-bit shingle
 hashes; two distinct shingles share one with probability 2**-64).
@@ -43,9 +43,14 @@ from .workers import die_with_parent
 BATCH = 5000
 
 
-def loose_threshold(threshold: float, num_perm: int) -> float:
-    """The estimate a candidate needs to be re-checked: three standard errors below ``threshold``."""
-    return max(threshold - 3 * math.sqrt(threshold * (1 - threshold) / num_perm), 0.01)
+def loose_threshold(conn: psycopg.Connection, threshold: float, num_perm: int) -> float:
+    """The estimate a candidate needs to be re-checked: three standard errors below ``threshold``,
+    or the low end of auto's ambiguous band (``pgdedup.auto_band``) where that is lower (it is, by
+    a little, for most thresholds: at 0.8 and 128 positions 0.6875 against 0.694), so that every
+    pair auto decides by its exact Jaccard is checked by exact too."""
+    normal = max(threshold - 3 * math.sqrt(threshold * (1 - threshold) / num_perm), 0.01)
+    return conn.execute("SELECT least(%s, b.lo) FROM pgdedup.auto_band(%s, %s) b",
+                        (normal, threshold, num_perm)).fetchone()[0]
 
 
 def _feature_sets(conn: psycopg.Connection, coll: Collection, by: str, ids: list[int]) -> dict[int, np.ndarray]:
@@ -140,7 +145,7 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     with conn.cursor(name="pgdedup_exact") as cur, \
             tqdm(unit="pairs", desc=f"checking {coll.name} exactly", disable=not progress, file=sys.stderr) as bar:
         cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s, %s) ORDER BY row_a",
-                    (coll.id, loose_threshold(t, coll.params.num_perm), max_bucket, ranked))
+                    (coll.id, loose_threshold(conn, t, coll.params.num_perm), max_bucket, ranked))
         for batch in _jaccards(conn, coll, cur):
             bar.update(len(batch))
             good = [(coll.id, a, b, j) for a, b, j in batch if j >= t]

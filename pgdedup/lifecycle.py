@@ -18,14 +18,18 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
     The source table's rows are never touched. Its marking column keeps its marks unless
     ``unmark`` is true, which sets every mark to NULL first (the column itself stays: it is part
     of the user's table, and dropping a column is a schema change for the application to make).
-    Returns the number of rows (signatures) forgotten.
+    Returns the number of rows (signatures) forgotten. A tracked collection's triggers are
+    removed first, in a short transaction of their own: ``DROP TRIGGER`` holds the table's
+    ACCESS EXCLUSIVE lock until commit, and forgetting a large collection takes a while.
 
     Raises:
         CollectionNotFound: no such collection.
         CollectionBusy: another run (index, dedupe, ...) holds the collection.
     """
     with translated(), session(dsn, f"pgdedup drop {name}") as s:
-        get(s.conn, name)
+        if get(s.conn, name).tracked:  # DROP TRIGGER locks the table (ACCESS EXCLUSIVE) to commit: a moment only
+            s.conn.execute("SELECT pgdedup.track(%s, false)", (name,))
+            s.commit()
         forgotten = s.conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
         s.commit()
     return forgotten

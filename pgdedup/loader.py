@@ -133,6 +133,9 @@ def _flush_staged(conn: psycopg.Connection, collection_id: int) -> None:
                               (collection_id,)).fetchone()[0]
         if staged:
             _results_now_stale(conn, collection_id)
+            # planned on statistics that may not cover this collection (a crash soon after the
+            # start): a nested loop over the staged keys would be quadratic
+            conn.execute("SET LOCAL enable_nestloop = off")
             conn.execute("SELECT pgdedup.log_changes(%s, ARRAY(SELECT g.row_key FROM pgdedup.signatures g WHERE "
                          "g.collection_id = %s AND g.row_id IN (SELECT s.row_id FROM pgdedup.band_keys_staged s "
                          "WHERE s.collection_id = %s)))", (collection_id, collection_id, collection_id))
@@ -405,6 +408,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
             scheduler that cannot be reached.
     """
     _check_run_options(chunk_size, workers)
+    if name == "":
+        raise InvalidArgument("a collection name cannot be empty (leave it out to name the collection after its table)")
     if (key is None) != (text is None):
         raise InvalidArgument("give both the key and the text columns (a new collection), or neither (an existing one)")
     if key is None and partition_by is not None:

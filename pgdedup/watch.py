@@ -1,7 +1,7 @@
 """``pgdedup watch``: keep a tracked collection's marks current as rows are written.
 
 The watcher LISTENs on channel ``pgdedup`` (the tracking triggers NOTIFY it with the collection's
-name) and, for each batch of queued changes, runs what a user would run by hand: ``index`` (from
+id) and, for each batch of queued changes, runs what a user would run by hand: ``index`` (from
 the queue) and ``dedupe`` (incremental, identical to a full run). So a watcher killed at any
 point leaves nothing half-done: the queue and the change log are only emptied in the
 transactions that take their entries in, and the next run (watcher or by hand) finishes the work.

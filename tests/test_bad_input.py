@@ -7,7 +7,7 @@ import pytest
 import pgdedup
 from pgdedup import Params, PgdedupError, sign_texts
 
-from clirun import cli
+from clirun import cli, one_line_error
 
 
 def _schema_exists(conn) -> bool:
@@ -113,3 +113,24 @@ def test_null_keys_are_skipped_and_reported(conn, dsn):
     result = pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
     assert (result.signed, result.null_keys) == (2, 1)
     assert "1 rows with NULL key skipped" in result.summary()
+
+
+def test_user_mistakes_found_in_review_are_one_line(conn, dsn, tmp_path):
+    """A file to write where it cannot be, a count beyond PostgreSQL's integer (it reached the
+    server as a bigint: "function ... does not exist"), an empty collection name (it fell back
+    to the table's silently)."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO t SELECT g, 'some text number ' || g FROM generate_series(1, 20) g")
+    one_line_error(cli("index", "t", "--key", "id", "--text", "body", "--name", "", "--dsn", dsn),
+                   "a collection name cannot be empty")
+    assert not _schema_exists(conn)
+    assert cli("index", "t", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn).returncode == 0
+    assert cli("dedupe", "t", "--no-alter", "--dsn", dsn).returncode == 0
+    for path in (tmp_path / "missing" / "r.html", tmp_path):
+        one_line_error(cli("report", "t", "--html", str(path), "--dsn", dsn), str(path))
+    one_line_error(cli("dedupe", "t", "--max-bucket", "99999999999", "--dsn", dsn),
+                   "max_bucket must be a positive integer, not 99999999999")
+    one_line_error(cli("similar", "t", "--key", "1", "--limit", "99999999999", "--dsn", dsn),
+                   "limit must be a positive integer")
+    assert "duplicate_of" not in [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0")]

@@ -111,7 +111,9 @@ def test_tracking_queues_keys_in_the_writers_transaction(conn, dsn, docs):
         conn.execute("DELETE FROM docs WHERE id = %s", (a,))
     assert sorted(_queue(conn)) == sorted(["1000", "1001", str(a), str(b), "3000"])
     notes = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
-    assert notes == ["docs"]
+    cid = conn.execute("SELECT collection_id FROM pgdedup.collections WHERE name = 'docs'").fetchone()[0]
+    conn.commit()
+    assert notes == [str(cid)], "the id, not the name: any role may LISTEN"
     listener.close()
     st = pgdedup.status("docs", dsn=dsn)[0]
     assert st["tracked"] is True and st["queued"] == 5
@@ -168,6 +170,59 @@ def test_track_off_removes_triggers_and_queue(conn, dsn, docs):
     conn.commit()
     assert _queue(conn) == []
     assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone()[0] == 0
+
+
+def test_track_off_keeps_a_queued_keep_order_edit_for_the_next_dedupe(conn, dsn):
+    """An edit of a keep-order column made while tracked and not indexed yet: stopping tracking
+    must not lose it (an untracked index compares texts only), or the incremental dedupe keeps
+    the marks of the old order."""
+    body = " ".join(f"w{i}" for i in range(40))
+    conn.execute("CREATE TABLE a (id int PRIMARY KEY, body text, pub int)")
+    conn.execute("INSERT INTO a VALUES (1, %s, 1), (2, %s, 2)", (body, body + " x"))
+    conn.commit()
+    pgdedup.index("a", "id", ["body"], dsn=dsn, progress=False)
+    pgdedup.track("a", dsn=dsn)
+    pgdedup.index("a", dsn=dsn, progress=False)
+    pgdedup.dedupe("a", keep_order="pub", dsn=dsn)
+    marks = "SELECT id, duplicate_of FROM a ORDER BY id"
+    assert conn.execute(marks).fetchall() == [(1, None), (2, 1)]
+    conn.execute("UPDATE a SET pub = 0 WHERE id = 2")  # queued by the trigger
+    conn.commit()
+    pgdedup.track("a", on=False, dsn=dsn)
+    pgdedup.index("a", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("a", keep_order="pub", dsn=dsn).kind == "incremental"
+    assert conn.execute(marks).fetchall() == [(1, 2), (2, None)]  # what a full run decides
+
+
+def test_drop_holds_the_tables_strong_lock_only_to_remove_its_triggers(conn, dsn, docs):
+    """DROP TRIGGER takes the table's ACCESS EXCLUSIVE lock until commit: held through the whole
+    drop (unmarking, deleting every signature), it blocked readers of the table for as long."""
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.dedupe("docs", dsn=dsn)
+    conn.execute("SELECT pg_advisory_lock(4220)")
+    conn.execute("CREATE FUNCTION public.hold() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN PERFORM pg_advisory_xact_lock_shared(4220); RETURN NULL; END $$")
+    conn.execute("CREATE TRIGGER hold AFTER DELETE ON pgdedup.signatures FOR EACH STATEMENT EXECUTE FUNCTION public.hold()")
+    conn.commit()
+    run = cli_background("drop", "docs", "--unmark", "--dsn", dsn)
+    try:
+        deadline = time.monotonic() + 30
+        while not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgdedup drop docs' "
+                               "AND wait_event = 'advisory')").fetchone()[0]:
+            assert time.monotonic() < deadline and run.poll() is None, run.stderr.read() if run.stderr else ""
+            time.sleep(0.05)
+        assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM pg_locks WHERE relation = 'docs'::regclass "
+                            "AND mode = 'AccessExclusiveLock'").fetchone()[0] == 0
+        conn.execute("SET lock_timeout = '1s'")
+        assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] > 0  # readers pass
+        conn.rollback()
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(4220)")
+        conn.commit()
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert conn.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 0
 
 
 def test_pending_rows_are_visible_until_deduped(conn, dsn, docs):

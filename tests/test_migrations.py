@@ -153,3 +153,26 @@ def test_offline_sql_of_an_app_includes_pgdedups_ddl_and_runs(conn, dsn):
     conn.execute("INSERT INTO app_items VALUES (1, 'a b c d e f'), (2, 'a b c d e f')")
     pgdedup.index("app_items", "id", ["body"], dsn=dsn, progress=False)
     assert pgdedup.dedupe("app_items", alter=False, dsn=dsn).duplicates == 1
+
+
+def test_pgdedups_sql_in_an_apps_migration_binds_only_built_in_operators(conn, dsn):
+    """An app's migration runs pgdedup's SQL on the app's connection, whose search_path has
+    ``public`` first. An operator planted there must not be what pgdedup's CHECK constraints,
+    policies and views bind when they are created (they would run it in every later session);
+    the app's own search_path is given back for the rest of its migration."""
+    conn.execute("CREATE TABLE planted_calls (n int)")
+    conn.execute("""CREATE FUNCTION public.gt(double precision, integer) RETURNS boolean LANGUAGE sql AS
+                    'INSERT INTO public.planted_calls VALUES (1) RETURNING $1 OPERATOR(pg_catalog.>) $2'""")
+    conn.execute("CREATE OPERATOR public.> (LEFTARG = double precision, RIGHTARG = integer, FUNCTION = public.gt)")
+    conn.execute("ALTER DATABASE " + conn.info.dbname + " SET search_path = public, pg_catalog")
+    try:
+        command.upgrade(_app_config(dsn), "head")
+        planted = conn.execute("SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM pg_depend WHERE refobjid = %s AND classid <> 'pg_operator'::regclass",
+                            (planted,)).fetchone()[0] == 0
+        conn.execute("INSERT INTO app_items VALUES (1, 'a b c d e f'), (2, 'a b c d e f g')")
+        pgdedup.index("app_items", "id", ["body"], dsn=dsn, progress=False)
+        pgdedup.dedupe("app_items", alter=False, dsn=dsn)
+        assert conn.execute("SELECT count(*) FROM planted_calls").fetchone()[0] == 0
+    finally:
+        conn.execute("ALTER DATABASE " + conn.info.dbname + " RESET search_path")

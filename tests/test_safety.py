@@ -93,6 +93,85 @@ def test_a_declared_empty_column_is_adopted_and_recorded(conn, dsn, items):
 
 # 2 and 11. every writer takes the collection's lock first -------------------------------------
 
+def _marks(conn, table: str = "items") -> dict:
+    return dict(conn.execute(f"SELECT id, duplicate_of FROM {table}").fetchall())
+
+
+def _made_again(conn, table: str = "items") -> None:
+    """``table`` dropped and created again under its name with the same rows and columns (what a
+    migration that rebuilds a table, or a dump and restore, leaves): a new oid, new columns."""
+    conn.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
+    conn.execute(f"CREATE TABLE {table} (LIKE {table}_old INCLUDING ALL)")
+    conn.execute(f"INSERT INTO {table} SELECT * FROM {table}_old")
+    conn.execute(f"DROP TABLE {table}_old")
+
+
+def test_a_table_made_again_with_an_apps_own_marking_column_is_refused(conn, dsn, items):
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    _made_again(conn)
+    conn.execute("UPDATE items SET duplicate_of = id + 7")  # the app's own values under that name
+    values = _marks(conn)
+    pgdedup.index("items", dsn=dsn, progress=False)
+    for verify in ("estimate", "auto", "exact"):
+        with pytest.raises(pgdedup.UnsafeOperation, match="holds values pgdedup did not write.*made again"):
+            pgdedup.dedupe("items", keep_order="published_at, id", verify=verify, dsn=dsn)
+    assert _marks(conn) == values
+
+
+def test_a_restored_table_holding_pgdedups_own_marks_is_marked_on(conn, dsn, items):
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    marks = _marks(conn)
+    assert sum(v is not None for v in marks.values()) > 10
+    _made_again(conn)
+    pgdedup.index("items", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn).kind == "incremental"
+    assert _marks(conn) == marks
+
+
+def test_a_dropped_marking_column_comes_back_with_every_mark(conn, dsn, items):
+    """Dropped (as alembic autogenerate proposes when the app's model lacks it), the column is
+    added back empty by the next dedupe, which must then write every mark, not only the changes."""
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    marks = _marks(conn)
+    conn.execute("ALTER TABLE items DROP COLUMN duplicate_of")
+    again = pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    assert again.kind == "full" and _marks(conn) == marks
+    assert pgdedup.status("items", dsn=dsn)[0]["marked"] == sum(v is not None for v in marks.values())
+
+
+def test_reindex_onto_another_table_never_overwrites_its_column(conn, dsn, items):
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    conn.execute("CREATE TABLE other (LIKE items INCLUDING ALL)")
+    conn.execute("INSERT INTO other SELECT * FROM items")
+    conn.execute("UPDATE other SET duplicate_of = id + 42")
+    values = _marks(conn, "other")
+    marks = _marks(conn)
+    with pytest.raises(pgdedup.UnsafeOperation, match=r"has marks in public.items.duplicate_of: clear them first"):
+        pgdedup.index("other", "id", ["title", "body"], name="items", reindex=True, dsn=dsn, progress=False)
+    assert _marks(conn) == marks  # nothing changed
+    pgdedup.unmark("items", dsn=dsn)
+    pgdedup.index("other", "id", ["title", "body"], name="items", reindex=True, dsn=dsn, progress=False)
+    with pytest.raises(pgdedup.UnsafeOperation, match="holds values pgdedup did not write"):
+        pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    assert _marks(conn, "other") == values
+    pgdedup.dedupe("items", keep_order="published_at, id", column="dup_of", dsn=dsn)  # a column of its own
+    assert dict(conn.execute("SELECT id, dup_of FROM other").fetchall()) == marks
+
+
+def test_the_keep_order_may_not_name_the_marking_column(conn, dsn, items):
+    """Its values change with each dedupe: the marks would depend on the previous run's."""
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    one_line_error(cli("dedupe", "items", "--keep-order", "duplicate_of, id", "--dsn", dsn),
+                   'keep order column "duplicate_of" is the column pgdedup marks')
+    conn.execute('ALTER TABLE items ADD COLUMN "pub,lished" timestamptz')
+    conn.execute('UPDATE items SET "pub,lished" = published_at')
+    proc = cli("dedupe", "items", "--keep-order", '"pub,lished" desc, id', "--full", "--dsn", dsn)
+    assert proc.returncode == 0, proc.stderr
+    for bad, message in (("published_at,", "has an empty item"), (", id", "has an empty item"),
+                         ("published_at,,id", "has an empty item"), ('"pub,lished', "cannot read keep order item")):
+        one_line_error(cli("dedupe", "items", "--keep-order", bad, "--dsn", dsn), message)
+
+
 WRITERS = {
     "reindex": ("index", "items", "--key", "id", "--text", "title", "--text", "body", "--reindex",
                 "--no-progress"),

@@ -423,3 +423,103 @@ def test_the_runtime_role_works_the_living_path(conn, dsn, app):
     runtime_dedupe = pgdedup.dedupe("docs", alter=False, dsn=app_dsn)
     assert runtime_dedupe.kind == "incremental"
     assert conn.execute("SELECT count(*) FROM pgdedup.pending").fetchone()[0] == 0
+
+
+# 5. a table's owner is not trusted with the rights of whoever runs pgdedup (revision 21) -----------
+
+@pytest.fixture
+def tenant(conn, make_role) -> Iterator[tuple[str, str]]:
+    """A role owning schema ``tenant`` with table ``tenant.t (id int PRIMARY KEY, body text)``,
+    a composite type ``tenant.evil`` and a cast from it to text whose function tries to make
+    the role a superuser when a superuser runs it: (role, DSN)."""
+    name, tenant_dsn = make_role("tenant")
+    conn.execute(sql.SQL("CREATE SCHEMA tenant AUTHORIZATION {}").format(sql.Identifier(name)))
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("CREATE TABLE tenant.t (id int PRIMARY KEY, body text)")
+        t.execute("INSERT INTO tenant.t SELECT g, 'some text about item number ' || g FROM generate_series(1, 30) g")
+        t.execute("CREATE TYPE tenant.evil AS (v text)")
+        t.execute(sql.SQL("""CREATE FUNCTION tenant.evil_text(tenant.evil) RETURNS text LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE {} SUPERUSER';
+                END IF;
+                RETURN ($1).v;
+            END $$""").format(sql.Identifier(name)))
+        t.execute("CREATE CAST (tenant.evil AS text) WITH FUNCTION tenant.evil_text(tenant.evil)")
+    yield name, tenant_dsn
+    conn.execute("DROP SCHEMA tenant CASCADE")  # the cast too, which DROP OWNED leaves
+
+
+def test_a_text_column_of_the_owners_own_type_is_never_read(conn, dsn, tenant):
+    name, tenant_dsn = tenant
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t ADD COLUMN extra tenant.evil")
+        t.execute("UPDATE tenant.t SET extra = row('more words')::tenant.evil")
+    with pytest.raises(pgdedup.UnsafeOperation, match=f'column .extra. .*tenant.evil, made by {name}'):
+        pgdedup.index("tenant.t", "id", ["body", "extra"], dsn=dsn, progress=False)
+    assert not _is_superuser(conn, name)
+    assert conn.execute("SELECT to_regnamespace('pgdedup')").fetchone()[0] is None  # refused before any write
+    # the owner indexing its own table may: the code is its own
+    pgdedup.migrate(dsn)
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA pgdedup TO {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgdedup TO {}").format(
+        sql.Identifier(name)))
+    conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgdedup TO {}").format(sql.Identifier(name)))
+    assert pgdedup.index("tenant.t", "id", ["body", "extra"], dsn=tenant_dsn, progress=False).signed == 30
+
+
+def test_a_source_changed_by_its_owner_after_indexing_is_refused_unread(conn, dsn, tenant):
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    # the text column's type swapped for the owner's own
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t ALTER COLUMN body TYPE tenant.evil USING row(body)::tenant.evil")
+        t.execute("UPDATE tenant.t SET body = row('changed')::tenant.evil WHERE id = 1")
+    one_line_error(cli("index", "t", "--no-progress", "--dsn", dsn), "column 'body'", "tenant.evil", name)
+    for call in (lambda: pgdedup.dedupe("t", alter=False, dsn=dsn), lambda: pgdedup.explain("t", "1", "2", dsn=dsn)):
+        with pytest.raises(pgdedup.UnsafeOperation, match="tenant.evil"):
+            call()
+    assert not _is_superuser(conn, name)
+    # the table swapped for a view of the same name that calls the owner's function
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t RENAME TO t_old")
+        t.execute("CREATE VIEW tenant.t AS SELECT id, tenant.evil_text(body) AS body FROM tenant.t_old")
+    one_line_error(cli("index", "t", "--no-progress", "--dsn", dsn), "tenant.t is a view owned by", name)
+    assert not _is_superuser(conn, name)
+
+
+def test_the_tracking_trigger_never_casts_a_key_of_another_type(conn, dsn, tenant):
+    """The trigger runs as pgdedup's owner (here a superuser): a key column changed to the
+    table owner's own type must not have its cast run by the owner's next INSERT."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    pgdedup.track("t", dsn=dsn)
+    conn.execute("DELETE FROM pgdedup.queue")
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("INSERT INTO tenant.t VALUES (31, 'a row while the key is an integer')")
+        t.execute("ALTER TABLE tenant.t DROP CONSTRAINT t_pkey")
+        t.execute("ALTER TABLE tenant.t ALTER COLUMN id TYPE tenant.evil USING row(id::text)::tenant.evil")
+        t.execute("INSERT INTO tenant.t VALUES (row('999')::tenant.evil, 'a row with the new key')")
+        t.execute("UPDATE tenant.t SET body = body || '!' WHERE (id).v = '1'")
+    assert not _is_superuser(conn, name)
+    assert conn.execute("SELECT row_key FROM pgdedup.queue ORDER BY seq").fetchall() == [("31",), (None,), (None,)]
+    one_line_error(cli("index", "t", "--no-progress", "--dsn", dsn), "key column 'id'", "tenant.evil")
+    assert not _is_superuser(conn, name)
+
+
+def test_a_source_in_a_schema_a_role_may_not_use_hides_only_that_collection(conn, dsn, app):
+    """Before revision 21 the row-level security policy raised "permission denied for schema"
+    for it, and every query of every role without USAGE there failed."""
+    name, app_dsn, texts = app
+    conn.execute("CREATE SCHEMA private")
+    conn.execute("CREATE TABLE private.notes (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO private.notes SELECT g, 'confidential note number ' || g FROM generate_series(1, 20) g")
+    pgdedup.index("private.notes", "id", ["body"], name="notes", dsn=dsn, progress=False)
+    proc = cli("index", "docs", "--key", "id", "--text", "body", "--no-progress", "--dsn", app_dsn)
+    assert proc.returncode == 0, proc.stderr
+    status = cli("status", "--json", "--dsn", app_dsn)
+    assert status.returncode == 0, status.stderr
+    assert "notes" not in status.stdout and '"docs"' in status.stdout
+    one_line_error(cli("similar", "notes", "--text", "confidential note", "--dsn", app_dsn), "no collection named 'notes'")
+    with psycopg.connect(app_dsn) as a:
+        assert a.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 1

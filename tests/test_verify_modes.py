@@ -249,3 +249,23 @@ def test_kill_9_of_a_dedupe_during_its_checks(conn, dsn):
     again = pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)
     assert again.kind == "full" and again.duplicates > 0
     assert conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0] > 0
+
+
+def test_exact_checks_every_pair_that_auto_would_decide_exactly(conn, dsn):
+    """Exact's bar (threshold minus three standard errors) lay above the low end of auto's band
+    for most settings: a pair there with exact Jaccard above the threshold was a duplicate under
+    auto and not under exact. Here 40 distinct words against 33 of them and 7 others (shingles of
+    one word): J = 33/47 = 0.702 >= 0.7, and with these seeds the estimate is 14/32 = 0.4375, in
+    auto's band [0.4375, ...) and below 0.7 - 3·sqrt(0.7·0.3/32) = 0.457."""
+    a = [f"u2338_{i}" for i in range(40)]
+    b = a[:33] + [f"v2338_{i}" for i in range(7)]
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO t VALUES (1, %s), (2, %s)", (" ".join(a), " ".join(b)))
+    params = pgdedup.Params(threshold=0.7, ngram=1, num_perm=32, bands=8, rows=2)
+    pgdedup.index("t", "id", ["body"], params=params, dsn=dsn, progress=False)
+    assert conn.execute("SELECT pgdedup.similarity('t', 1, 2)").fetchone()[0] == 14 / 32
+    assert conn.execute("SELECT lo FROM pgdedup.auto_band(0.7, 32)").fetchone()[0] <= 14 / 32
+    for verify in ("auto", "exact"):
+        pgdedup.dedupe("t", verify=verify, full=True, dsn=dsn)
+        assert conn.execute("SELECT id, duplicate_of FROM t ORDER BY id").fetchall() == [(1, None), (2, 1)], verify
+        assert [p[:2] for p in pgdedup.pairs("t", verify=verify, dsn=dsn)] == [("1", "2")], verify
