@@ -46,18 +46,18 @@ UNPIN = "SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting(
 
 def run_sql(sql: str) -> None:
     """Execute SQL from inside a migration, in its transaction, with ``search_path`` pinned to
-    pg_catalog (``PIN``) and given back afterwards.
+    pg_catalog (``PIN``) and given back afterwards, sent as one string: the pin is local to a
+    transaction, and an application's connection in autocommit mode would otherwise drop it
+    before the SQL ran.
 
     It goes straight to the psycopg connection without parameters, so ``%`` and ``:name`` in
     the SQL are never taken for placeholders.
     """
+    pinned = f"{PIN}\n{sql}\n{UNPIN}"  # one string: one transaction even on an autocommit connection
     if alembic.context.is_offline_mode():  # `alembic upgrade --sql`: the SQL goes into the script as it is
-        alembic.op.get_context().impl.static_output(f"{PIN}\n{sql}\n{UNPIN}")
+        alembic.op.get_context().impl.static_output(pinned)
         return
-    conn = alembic.op.get_bind().connection.driver_connection
-    conn.execute(PIN)
-    conn.execute(sql)
-    conn.execute(UNPIN)
+    alembic.op.get_bind().connection.driver_connection.execute(pinned)
 
 
 def run_sql_file(name: str) -> None:

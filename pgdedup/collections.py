@@ -141,9 +141,10 @@ def settle(conn: psycopg.Connection, existing: Collection, source: Source, param
                rows_per_band = %s, seed = %s, threshold = %s, band_threshold = %s, algorithm = %s, rows_indexed = 0,
                indexed_at = NULL, index_version = index_version + 1
            WHERE collection_id = %s""", (*_values(source, params), existing.id))
-    if moved:  # the new table's column, if any, is vetted like any new one by the next dedupe
+    if moved:  # another table's column, if any, is vetted like any new one by the next dedupe
         conn.execute("UPDATE pgdedup.collections SET mark_column = NULL, mark_relid = NULL, mark_attnum = NULL "
-                     "WHERE collection_id = %s", (existing.id,))
+                     "WHERE collection_id = %s AND mark_relid IS DISTINCT FROM pgdedup.relation_of(%s, %s)",
+                     (existing.id, source.schema, source.table))  # (the same table renamed keeps its column)
     return get(conn, existing.name)
 
 

@@ -193,6 +193,39 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
     return dict(rows)
 
 
+# The relation and, through the rewrite rules of views, every relation it reads (views on views).
+_READ_RELATIONS = """
+    WITH RECURSIVE rels(oid) AS (
+        SELECT %(oid)s::oid
+        UNION
+        SELECT d.refobjid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
+        JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+                        AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> rels.oid
+    )"""
+# The first function, operator or view that reading the relation runs and that a role other than
+# a superuser and the current one owns: (what, its owner).
+_UNTRUSTED_READS = _READ_RELATIONS + """,
+    deps AS (SELECT d.refclassid, d.refobjid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
+             JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid)
+    SELECT x.what, r.rolname FROM (
+        SELECT 'function ' || p.oid::regprocedure::text AS what, p.proowner AS owner
+        FROM deps JOIN pg_proc p ON deps.refclassid = 'pg_proc'::regclass AND p.oid = deps.refobjid
+        UNION ALL
+        SELECT 'operator ' || o.oid::regoperator::text, f.proowner
+        FROM deps JOIN pg_operator o ON deps.refclassid = 'pg_operator'::regclass AND o.oid = deps.refobjid
+        JOIN pg_proc f ON f.oid = o.oprcode
+        UNION ALL
+        SELECT 'view ' || c.oid::regclass::text, c.relowner FROM rels JOIN pg_class c ON c.oid = rels.oid
+        WHERE c.relkind = 'v'
+    ) x JOIN pg_roles r ON r.oid = x.owner
+    WHERE NOT r.rolsuper AND r.rolname <> current_user
+    LIMIT 1"""
+# Whether row-level security policies apply to the current role on a relation it reads.
+_POLICED = _READ_RELATIONS + """
+    SELECT EXISTS (SELECT 1 FROM rels JOIN pg_class c ON c.oid = rels.oid
+                   WHERE c.relkind IN ('r', 'p') AND row_security_active(c.oid))"""
+
+
 def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
     """Refuse to read a source whose reading could run code that another role controls, with
     the rights of the role running pgdedup (often a superuser). Checked on every run, not only
@@ -202,8 +235,11 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
       (a composite, an enum, a domain over one) runs that owner's function. So every such
       column's type (a domain's: its base type's) must be owned by a superuser (the built-in
       types, those of extensions) or by the current role.
-    - A view runs the functions it calls with the reader's rights: it must be owned by a
-      superuser or the current role.
+    - A view runs the functions and operators it calls (and those of the views it reads) with the
+      reader's rights: each must be owned by a superuser or the current role, and so must the
+      views.
+    - Row-level security policies that apply to the current role would choose the rows read
+      (pgdedup's results stand for every row) and run their expressions with its rights.
     - The key must still have the type it was indexed with: stored keys are cast back to it.
 
     ``collection`` (the name of the collection whose source this is) goes into the messages.
@@ -226,7 +262,16 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
     oid, kind, owner, trusted = rel
     if kind == "v" and not trusted:
         raise UnsafeOperation(f"{source.label} is a view owned by {owner}: reading it runs the functions it calls with "
-                              f"your rights; run pgdedup as {owner}, or have a superuser own the view")
+                              f"your rights; run pgdedup as {owner}")
+    untrusted = conn.execute(_UNTRUSTED_READS, {"oid": oid}).fetchone()
+    if untrusted is not None:
+        raise UnsafeOperation(f"reading {source.label} runs {untrusted[0]}, which {untrusted[1]} made, with your rights; "
+                              f"run pgdedup as {untrusted[1]}")
+    if conn.execute(_POLICED, {"oid": oid}).fetchone()[0]:
+        raise UnsafeOperation(f"row-level security policies of {source.label} (or of a table it reads) apply to you: "
+                              "they would choose the rows pgdedup compares (its results stand for every row) and run "
+                              "their expressions with your rights; run pgdedup as the table's owner, a superuser or "
+                              "a role with BYPASSRLS")
     columns = {name: (type_name, owner_name, ok) for name, type_name, owner_name, ok in conn.execute(
         """SELECT a.attname, a.atttypid::regtype::text, o.rolname,
                   o.rolsuper OR o.rolname = current_user
@@ -243,8 +288,24 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
                                   f"{source.key_type} as when it was indexed: drop the collection and index it again")
         if not ok:
             raise UnsafeOperation(f"column {col!r} of {source.label} has type {type_name}, made by {type_owner}: its "
-                                  f"text form may run that role's code with your rights; run pgdedup as {type_owner}, "
-                                  f"or index a view of yours that casts the column to text")
+                                  f"text form may run that role's code with your rights; run pgdedup as {type_owner}")
+
+
+def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
+    """``check_source`` under the source's ACCESS SHARE lock, taken first in ``conn``'s current
+    transaction and held to its end: ALTER TABLE, which any change ``check_source`` looks for
+    needs, then waits for that transaction. Without the lock, an owner's ALTER committed between
+    the check and a later read would have that read run the owner's code (a change not yet
+    committed at the check is waited for by the lock and then seen). Every transaction that
+    reads the source calls it, or runs while one that did is open (a whole ``index`` run keeps
+    one on a connection of its own).
+
+    Raises:
+        SourceMissing, UnsafeOperation: as ``check_source``.
+    """
+    check_source(conn, source, collection)  # a missing table: the clear error, not LOCK's
+    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
+    check_source(conn, source, collection)
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],

@@ -13,7 +13,7 @@ from psycopg import sql
 
 from .collections import get
 from .connection import Db, session
-from .db import table_columns
+from .db import guard_source, table_columns
 from .errors import InvalidArgument, translated
 from .exact import store_checks, verify_exact
 from .progress import Progress
@@ -91,9 +91,11 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                     f"the marking column {coll.source.label}.{column} does not exist; declare it in your model or "
                     "migration (the key's type, nullable), or call dedupe with a DSN or Engine so pgdedup adds it "
                     "in a short transaction of its own")
+            guard_source(conn, coll.source, name)
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
+        guard_source(conn, coll.source, name)  # to the commit: the checks (worker processes too) and the marks
         if verify != "exact":
             with shown.server(conn):
                 if verify == "auto":  # what an incremental run will likely ask for, checked up front

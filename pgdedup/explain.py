@@ -14,7 +14,7 @@ from typing import Any
 
 from .collections import get
 from .connection import Db, session
-from .db import source_texts
+from .db import guard_source, source_texts
 from .errors import RowNotFound, translated
 from .exact import common, jaccard
 from .features import features
@@ -106,6 +106,7 @@ def explain(name: str, key_a: str, key_b: str, *, dsn: Db = None) -> Explanation
     with translated(), session(dsn, f"pgdedup explain {name}") as s:
         conn = s.conn
         coll = get(conn, name, need_source=True)
+        guard_source(conn, coll.source, name)
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(
             "SELECT * FROM pgdedup.explain(%s, %s::text, %s::text)", (name, str(key_a), str(key_b))).fetchone()
         src = coll.source

@@ -27,6 +27,7 @@ import psycopg
 from . import tracking
 from .collections import Collection, get
 from .connection import Db, session
+from .db import guard_source
 from .dedupe import DedupeResult, dedupe
 from .explain import Explanation, explain
 from .lifecycle import unmark
@@ -104,6 +105,7 @@ class CollectionHandle:
                 if coll.tracked:
                     return 0
                 conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))  # raises, naming the holder
+            guard_source(conn, coll.source, coll.name)  # the rows are read next
             seqs = [r[0] for r in conn.execute(
                 "SELECT seq FROM pgdedup.queue WHERE collection_id = %s AND row_key = ANY(%s)", (coll.id, wanted))]
             signed, _, _ = tracking.sign_keys(

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
-from .db import Source, connect, resolve_dsn, resolve_source
+from .db import Source, connect, guard_source, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
@@ -418,7 +418,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
     dsn = resolve_dsn(own_dsn(dsn, "index"))
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     with translated(), _cluster(scheduler) as client, \
-            connect(dsn, autocommit=True, application_name="pgdedup index") as writer:
+            connect(dsn, autocommit=True, application_name="pgdedup index") as writer, \
+            connect(dsn, application_name="pgdedup index (source lock)") as guard:
         if key is None:  # an existing collection, with what it stores
             stored = collections.get(writer, name or table, need_source=True)
             name, source, params = stored.name, stored.source, params or stored.params
@@ -429,6 +430,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         if not 0 < len(name.encode()) <= MAX_NAME_BYTES:
             raise InvalidArgument(f"a collection name has 1 to {MAX_NAME_BYTES} bytes (its view is NAME_duplicates, "
                                   f"and PostgreSQL names have at most 63): {name!r}; choose one with --name")
+        guard_source(guard, source, name)  # held by this transaction until the run ends: every read is of what was checked
         require_head(writer, dsn)
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)

@@ -155,18 +155,23 @@ def test_offline_sql_of_an_app_includes_pgdedups_ddl_and_runs(conn, dsn):
     assert pgdedup.dedupe("app_items", alter=False, dsn=dsn).duplicates == 1
 
 
-def test_pgdedups_sql_in_an_apps_migration_binds_only_built_in_operators(conn, dsn):
+@pytest.mark.parametrize("isolation", [None, "AUTOCOMMIT"])
+def test_pgdedups_sql_in_an_apps_migration_binds_only_built_in_operators(conn, dsn, isolation):
     """An app's migration runs pgdedup's SQL on the app's connection, whose search_path has
     ``public`` first. An operator planted there must not be what pgdedup's CHECK constraints,
-    policies and views bind when they are created (they would run it in every later session);
-    the app's own search_path is given back for the rest of its migration."""
+    policies and views bind when they are created (they would run it in every later session),
+    also when the app's connection is in autocommit mode (a transaction-local pin sent as a
+    statement of its own would be gone before pgdedup's SQL ran)."""
     conn.execute("CREATE TABLE planted_calls (n int)")
     conn.execute("""CREATE FUNCTION public.gt(double precision, integer) RETURNS boolean LANGUAGE sql AS
                     'INSERT INTO public.planted_calls VALUES (1) RETURNING $1 OPERATOR(pg_catalog.>) $2'""")
     conn.execute("CREATE OPERATOR public.> (LEFTARG = double precision, RIGHTARG = integer, FUNCTION = public.gt)")
     conn.execute("ALTER DATABASE " + conn.info.dbname + " SET search_path = public, pg_catalog")
     try:
-        command.upgrade(_app_config(dsn), "head")
+        cfg = _app_config(dsn)
+        if isolation:
+            cfg.set_main_option("isolation_level", isolation)
+        command.upgrade(cfg, "head")
         planted = conn.execute("SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace").fetchone()[0]
         assert conn.execute("SELECT count(*) FROM pg_depend WHERE refobjid = %s AND classid <> 'pg_operator'::regclass",
                             (planted,)).fetchone()[0] == 0

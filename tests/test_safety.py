@@ -115,11 +115,17 @@ def test_a_table_made_again_with_an_apps_own_marking_column_is_refused(conn, dsn
     for verify in ("estimate", "auto", "exact"):
         with pytest.raises(pgdedup.UnsafeOperation, match="holds values pgdedup did not write.*made again"):
             pgdedup.dedupe("items", keep_order="published_at, id", verify=verify, dsn=dsn)
+    for clear in (lambda: pgdedup.unmark("items", dsn=dsn), lambda: pgdedup.drop("items", unmark=True, dsn=dsn)):
+        with pytest.raises(pgdedup.UnsafeOperation, match="not the column pgdedup marked"):
+            clear()
     assert _marks(conn) == values
 
 
-def test_a_restored_table_holding_pgdedups_own_marks_is_marked_on(conn, dsn, items):
+@pytest.mark.parametrize("drift", [False, True], ids=["as dumped", "a marked row deleted before the dump"])
+def test_a_restored_table_holding_pgdedups_own_marks_is_marked_on(conn, dsn, items, drift):
     pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    if drift:
+        conn.execute("DELETE FROM items WHERE id = (SELECT min(id) FROM items WHERE duplicate_of IS NOT NULL)")
     marks = _marks(conn)
     assert sum(v is not None for v in marks.values()) > 10
     _made_again(conn)
@@ -156,6 +162,16 @@ def test_reindex_onto_another_table_never_overwrites_its_column(conn, dsn, items
     assert _marks(conn, "other") == values
     pgdedup.dedupe("items", keep_order="published_at, id", column="dup_of", dsn=dsn)  # a column of its own
     assert dict(conn.execute("SELECT id, dup_of FROM other").fetchall()) == marks
+
+
+def test_reindex_of_the_same_table_renamed_keeps_marking_it(conn, dsn, items):
+    pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn)
+    marks = _marks(conn)
+    conn.execute("ALTER TABLE items RENAME TO posts")
+    pgdedup.index("posts", "id", ["title", "body"], name="items", reindex=True, dsn=dsn, progress=False)
+    assert pgdedup.dedupe("items", keep_order="published_at, id", dsn=dsn).kind == "full"
+    assert _marks(conn, "posts") == marks
+    assert pgdedup.unmark("items", dsn=dsn) == sum(v is not None for v in marks.values())
 
 
 def test_the_keep_order_may_not_name_the_marking_column(conn, dsn, items):

@@ -16,6 +16,7 @@ database name and dropped at the end).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -27,7 +28,7 @@ import pgdedup
 from pgdedup import Params, sign_texts
 from pgdedup.schema import HEAD
 
-from clirun import cli, one_line_error
+from clirun import cli, cli_background, one_line_error
 from crashes import signatures_fail_after
 from planted import edit, story
 
@@ -523,3 +524,56 @@ def test_a_source_in_a_schema_a_role_may_not_use_hides_only_that_collection(conn
     one_line_error(cli("similar", "notes", "--text", "confidential note", "--dsn", app_dsn), "no collection named 'notes'")
     with psycopg.connect(app_dsn) as a:
         assert a.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 1
+
+
+def test_a_type_change_racing_the_check_is_seen_before_any_read(conn, dsn, tenant):
+    """The owner's ALTER, not committed yet when pgdedup checks the table, commits while pgdedup
+    waits for the table: the check is made again under the lock, and nothing is read."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    with psycopg.connect(tenant_dsn) as t:
+        t.execute("ALTER TABLE tenant.t ALTER COLUMN body TYPE tenant.evil USING row(body)::tenant.evil")
+        run = cli_background("index", "t", "--no-progress", "--dsn", dsn)
+        deadline = time.monotonic() + 30
+        while not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = "
+                               "'pgdedup index (source lock)' AND wait_event_type = 'Lock')").fetchone()[0]:
+            assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        t.commit()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 1 and "tenant.evil" in err and len(err.strip().splitlines()) == 1, err
+    assert not _is_superuser(conn, name)
+
+
+def test_views_and_policies_that_would_run_the_owners_code_are_refused(conn, dsn, tenant, app):
+    """A view another role's code hides in: a superuser's view calling the owner's function, a
+    superuser's view over the owner's view, a superuser's view casting the owner's type; and the
+    owner's row-level security policy, which applies to a runner that is not a superuser."""
+    name, tenant_dsn = tenant
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t ADD COLUMN extra tenant.evil")
+        t.execute("CREATE VIEW tenant.tv AS SELECT id, tenant.evil_text(row(body)::tenant.evil) AS body FROM tenant.t")
+    views = {
+        "calls": "SELECT id, tenant.evil_text(row(body)::tenant.evil) AS body FROM tenant.t",
+        "over": "SELECT * FROM tenant.tv",
+        "casts": "SELECT id, extra::text AS body FROM tenant.t",
+    }
+    for view, query in views.items():
+        conn.execute(f"CREATE VIEW public.{view} AS {query}")
+        with pytest.raises(pgdedup.UnsafeOperation, match=f"which {name} made"):
+            pgdedup.index(view, "id", ["body"], dsn=dsn, progress=False)
+    assert not _is_superuser(conn, name)
+    # a policy: the runtime role (not a superuser) may read the table, under the owner's policy
+    runner, runner_dsn, _ = app
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("CREATE TABLE tenant.calls (who text)")
+        t.execute("GRANT INSERT ON tenant.calls TO PUBLIC")
+        t.execute("CREATE FUNCTION tenant.spy() RETURNS boolean LANGUAGE sql AS "
+                  "'INSERT INTO tenant.calls VALUES (current_user) RETURNING true'")
+        t.execute("ALTER TABLE tenant.t ENABLE ROW LEVEL SECURITY")
+        t.execute("CREATE POLICY p ON tenant.t USING (tenant.spy())")
+        t.execute(sql.SQL("GRANT USAGE ON SCHEMA tenant TO {r}; GRANT SELECT ON tenant.t TO {r}").format(
+            r=sql.Identifier(runner)))
+    one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", runner_dsn),
+                   "row-level security policies of tenant.t")
+    assert conn.execute("SELECT count(*) FROM tenant.calls").fetchone()[0] == 0

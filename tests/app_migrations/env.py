@@ -9,7 +9,8 @@ if context.is_offline_mode():  # alembic upgrade --sql: the script, to run later
     with context.begin_transaction():
         context.run_migrations()
 else:
-    engine = create_engine(url)
+    # an app may run its migrations on an autocommit connection (tests set this option)
+    engine = create_engine(url, isolation_level=context.config.get_main_option("isolation_level") or None)
     with engine.connect() as connection:
         context.configure(connection=connection)  # the app's own alembic_version, in public
         with context.begin_transaction():
