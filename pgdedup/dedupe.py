@@ -86,12 +86,14 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
         if alter:
-            if not s.owned and column not in table_columns(conn, coll.source.schema, coll.source.table):
+            exists = column in table_columns(conn, coll.source.schema, coll.source.table)
+            if not s.owned and not exists:
                 raise InvalidArgument(
                     f"the marking column {coll.source.label}.{column} does not exist; declare it in your model or "
                     "migration (the key's type, nullable), or call dedupe with a DSN or Engine so pgdedup adds it "
                     "in a short transaction of its own")
-            guard_source(conn, coll.source, name)
+            if exists:  # prepare_mark_column reads it (a column it adds takes ACCESS EXCLUSIVE first instead:
+                guard_source(conn, coll.source, name)  # holding ACCESS SHARE, two such runs could deadlock)
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
