@@ -99,14 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="collection name, at most 52 bytes (default: the table name)")
     p.add_argument("--partition-by", metavar="COLUMN", help="compare rows only with rows having an equal value "
                    "in COLUMN (a tenant, a feed); a setting of a new collection")
-    p.add_argument("--threshold", type=float, default=0.8, help="Jaccard similarity a pair must reach (default 0.8)")
+    p.add_argument("--threshold", type=float, help="Jaccard similarity a pair must reach (default 0.8)")
     p.add_argument("--band-threshold", type=float, help="threshold the bands are tuned for: lower finds more "
                    "candidates near the threshold at more verification cost (default: max(threshold - 0.15, threshold / 2))")
     p.add_argument("--bands", type=int, help="explicit number of bands (with --rows; see pgdedup tune)")
     p.add_argument("--rows", type=int, help="explicit rows per band (with --bands)")
-    p.add_argument("--num-perm", type=int, default=128, help="signature length (default 128)")
-    p.add_argument("--ngram", type=int, default=5, help="shingle size in units (default 5)")
-    p.add_argument("--unit", choices=("word", "char"), default="word", help="shingle unit (default word)")
+    p.add_argument("--num-perm", type=int, help="signature length (default 128)")
+    p.add_argument("--ngram", type=int, help="shingle size in units (default 5)")
+    p.add_argument("--unit", choices=("word", "char"), help="shingle unit (default word)")
     p.add_argument("--reindex", action="store_true", help="rebuild from scratch, also when settings changed")
     p.add_argument("--full", action="store_true", help="compare every row, also on a tracked collection "
                    "(which otherwise signs just the keys its triggers queued)")
@@ -319,9 +319,13 @@ def run(args: argparse.Namespace) -> None:
             raise ValueError("--bands and --rows go together")
         if (args.key is None) != (args.text is None):
             raise ValueError("--key and --text go together (a new collection), or neither (an existing one)")
-        params = None if args.key is None else Params(
-            threshold=args.threshold, band_threshold=args.band_threshold, num_perm=args.num_perm, unit=args.unit,
-            ngram=args.ngram, bands=args.bands, rows=args.rows)
+        given = {k: v for k in ("threshold", "band_threshold", "num_perm", "unit", "ngram", "bands", "rows")
+                 if (v := getattr(args, k)) is not None}  # the others keep Params' defaults
+        if given and args.key is None:
+            options = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise ValueError(f"{options}: settings of a new collection; to change an existing one's, give --key "
+                             "and --text with --reindex")
+        params = None if args.key is None else Params(**given)
         result = index(args.table, args.key, args.text, name=args.name, params=params, reindex=args.reindex,
                        full=args.full, dsn=args.dsn, chunk_size=args.chunk_size, progress=False if args.no_progress else None,
                        workers=args.workers, partition_by=args.partition_by, scheduler=args.scheduler)

@@ -193,20 +193,34 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
     return dict(rows)
 
 
-# The relation and, through the rewrite rules of views, every relation it reads (views on views).
+# The relation and every relation reading it reads: through the rewrite rules of views (views
+# on views), and the partitions and inheritance children of tables.
 _READ_RELATIONS = """
     WITH RECURSIVE rels(oid) AS (
         SELECT %(oid)s::oid
         UNION
-        SELECT d.refobjid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
-        JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
-                        AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> rels.oid
+        SELECT x.oid FROM rels, LATERAL (
+            SELECT d.refobjid AS oid FROM pg_rewrite w
+            JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+                            AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> rels.oid
+            WHERE w.ev_class = rels.oid
+            UNION ALL
+            SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = rels.oid) x
     )"""
 # The first function, operator or view that reading the relation runs and that a role other than
-# a superuser and the current one owns: (what, its owner).
+# a superuser and the current one owns: (what, its owner). Besides the rules of views: the
+# expressions and predicates of the relations' indexes, of their extended statistics and of
+# their CHECK constraints, which the planner may evaluate (fold) while planning a read.
 _UNTRUSTED_READS = _READ_RELATIONS + """,
-    deps AS (SELECT d.refclassid, d.refobjid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
-             JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid)
+    users AS (SELECT 'pg_rewrite'::regclass AS classid, w.oid AS objid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
+              UNION ALL
+              SELECT 'pg_class'::regclass, i.indexrelid FROM rels JOIN pg_index i ON i.indrelid = rels.oid
+              UNION ALL
+              SELECT 'pg_statistic_ext'::regclass, e.oid FROM rels JOIN pg_statistic_ext e ON e.stxrelid = rels.oid
+              UNION ALL
+              SELECT 'pg_constraint'::regclass, c.oid FROM rels JOIN pg_constraint c ON c.conrelid = rels.oid),
+    deps AS (SELECT d.refclassid, d.refobjid FROM users u
+             JOIN pg_depend d ON d.classid = u.classid AND d.objid = u.objid)
     SELECT x.what, r.rolname FROM (
         SELECT 'function ' || p.oid::regprocedure::text AS what, p.proowner AS owner
         FROM deps JOIN pg_proc p ON deps.refclassid = 'pg_proc'::regclass AND p.oid = deps.refobjid
@@ -226,7 +240,7 @@ _POLICED = _READ_RELATIONS + """
                    WHERE c.relkind IN ('r', 'p') AND row_security_active(c.oid))"""
 
 
-def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
+def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
     """Refuse to read a source whose reading could run code that another role controls, with
     the rights of the role running pgdedup (often a superuser). Checked on every run, not only
     the first: the table's owner may change it in between.
@@ -237,12 +251,15 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
       types, those of extensions) or by the current role.
     - A view runs the functions and operators it calls (and those of the views it reads) with the
       reader's rights: each must be owned by a superuser or the current role, and so must the
-      views.
+      views. So must the functions and operators of the indexes, extended statistics and CHECK
+      constraints of the source (and of what it reads, partitions included): the planner may
+      evaluate them while planning any read.
     - Row-level security policies that apply to the current role would choose the rows read
       (pgdedup's results stand for every row) and run their expressions with its rights.
     - The key must still have the type it was indexed with: stored keys are cast back to it.
 
     ``collection`` (the name of the collection whose source this is) goes into the messages.
+    Returns the source's ``relkind`` (``r`` a table, ``p`` a partitioned one, ``v`` a view, ...).
 
     Raises:
         SourceMissing: the table or a column is gone.
@@ -289,6 +306,7 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
         if not ok:
             raise UnsafeOperation(f"column {col!r} of {source.label} has type {type_name}, made by {type_owner}: its "
                                   f"text form may run that role's code with your rights; run pgdedup as {type_owner}")
+    return kind
 
 
 def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
@@ -298,14 +316,19 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     the check and a later read would have that read run the owner's code (a change not yet
     committed at the check is waited for by the lock and then seen). Every transaction that
     reads the source calls it, or runs while one that did is open (a whole ``index`` run keeps
-    one on a connection of its own).
+    one on a connection of its own). Not on a caller's connection in autocommit mode (nothing can
+    span its statements), and a materialized view or a foreign table is checked without a lock
+    (LOCK TABLE refuses them).
 
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
-    check_source(conn, source, collection)  # a missing table: the clear error, not LOCK's
-    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
-    check_source(conn, source, collection)
+    kind = check_source(conn, source, collection)  # a missing table: the clear error, not LOCK's
+    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return  # a caller's autocommit connection: each statement is its own transaction, no lock can span them
+    if kind in ("r", "p", "v"):  # (LOCK TABLE refuses a materialized view or a foreign table)
+        conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
+        check_source(conn, source, collection)
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],

@@ -430,7 +430,11 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         if not 0 < len(name.encode()) <= MAX_NAME_BYTES:
             raise InvalidArgument(f"a collection name has 1 to {MAX_NAME_BYTES} bytes (its view is NAME_duplicates, "
                                   f"and PostgreSQL names have at most 63): {name!r}; choose one with --name")
-        guard_source(guard, source, name)  # held by this transaction until the run ends: every read is of what was checked
+        # held by this transaction until the run ends: every read is of what was checked (the
+        # server's idle-in-transaction timeout, if set, must not end it while the run works)
+        guard.execute("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', '0', false)")
+        guard.commit()
+        guard_source(guard, source, name)
         require_head(writer, dsn)
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)

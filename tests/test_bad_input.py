@@ -118,7 +118,7 @@ def test_null_keys_are_skipped_and_reported(conn, dsn):
 def test_user_mistakes_found_in_review_are_one_line(conn, dsn, tmp_path):
     """A file to write where it cannot be, a count beyond PostgreSQL's integer (it reached the
     server as a bigint: "function ... does not exist"), an empty collection name (it fell back
-    to the table's silently)."""
+    to the table's silently), settings for an existing collection without its columns (ignored)."""
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO t SELECT g, 'some text number ' || g FROM generate_series(1, 20) g")
     one_line_error(cli("index", "t", "--key", "id", "--text", "body", "--name", "", "--dsn", dsn),
@@ -128,6 +128,8 @@ def test_user_mistakes_found_in_review_are_one_line(conn, dsn, tmp_path):
     assert cli("dedupe", "t", "--no-alter", "--dsn", dsn).returncode == 0
     for path in (tmp_path / "missing" / "r.html", tmp_path):
         one_line_error(cli("report", "t", "--html", str(path), "--dsn", dsn), str(path))
+    one_line_error(cli("index", "t", "--reindex", "--num-perm", "64", "--dsn", dsn),
+                   "--num-perm: settings of a new collection")  # it was silently ignored
     one_line_error(cli("dedupe", "t", "--max-bucket", "99999999999", "--dsn", dsn),
                    "max_bucket must be a positive integer, not 99999999999")
     one_line_error(cli("similar", "t", "--key", "1", "--limit", "99999999999", "--dsn", dsn),

@@ -86,3 +86,18 @@ def test_no_runtime_alter_inside_a_callers_transaction(conn, dsn, items):
     assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass "
                         "AND attname = 'duplicate_of'").fetchone()[0] == 0
 
+
+
+def test_a_callers_autocommit_connection_and_a_materialized_view_source(conn, dsn, items):
+    """The source's lock (db.guard_source) needs a transaction and a lockable table: on a
+    caller's autocommit connection, and for a materialized view, the source is checked without."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    conn.execute("ALTER TABLE items ADD COLUMN duplicate_of bigint")
+    with psycopg.connect(dsn, autocommit=True) as app:
+        assert pgdedup.dedupe("items", alter=False, verify="estimate", dsn=app).duplicates == items
+        assert pgdedup.dedupe("items", verify="estimate", dsn=app).duplicates == items
+        a, b = [r[0] for r in app.execute("SELECT id FROM items ORDER BY id LIMIT 2")]
+        assert pgdedup.explain("items", a, b, dsn=app).estimate >= 0
+    conn.execute("CREATE MATERIALIZED VIEW items_mv AS SELECT id, title, body FROM items")
+    pgdedup.index("items_mv", "id", ["title", "body"], dsn=dsn, progress=False)
+    assert pgdedup.dedupe("items_mv", alter=False, dsn=dsn).duplicates == items

@@ -577,3 +577,22 @@ def test_views_and_policies_that_would_run_the_owners_code_are_refused(conn, dsn
     one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", runner_dsn),
                    "row-level security policies of tenant.t")
     assert conn.execute("SELECT count(*) FROM tenant.calls").fetchone()[0] == 0
+
+
+def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(conn, dsn, tenant):
+    """The planner folds an IMMUTABLE function of constants in an index expression (or partial
+    index predicate, extended statistics, CHECK constraint) while planning any read of the
+    table, with the reader's rights."""
+    name, tenant_dsn = tenant
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute(sql.SQL("""CREATE FUNCTION tenant.k() RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE {} SUPERUSER';
+                END IF;
+                RETURN 1;
+            END $$""").format(sql.Identifier(name)))
+        t.execute("CREATE INDEX ON tenant.t ((id + tenant.k()))")
+    one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn),
+                   "function tenant.k()", f"which {name} made")
+    assert not _is_superuser(conn, name)
