@@ -20,18 +20,27 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
     of the user's table, and dropping a column is a schema change for the application to make).
     Returns the number of rows (signatures) forgotten. A tracked collection's triggers are
     removed first, in a short transaction of their own: ``DROP TRIGGER`` holds the table's
-    ACCESS EXCLUSIVE lock until commit, and forgetting a large collection takes a while.
+    ACCESS EXCLUSIVE lock until commit, and forgetting a large collection takes a while; if the
+    drop then fails, tracking is started again before the error is raised.
 
     Raises:
         CollectionNotFound: no such collection.
         CollectionBusy: another run (index, dedupe, ...) holds the collection.
     """
     with translated(), session(dsn, f"pgdedup drop {name}") as s:
-        if get(s.conn, name).tracked:  # DROP TRIGGER locks the table (ACCESS EXCLUSIVE) to commit: a moment only
+        untracked = get(s.conn, name).tracked and s.owned  # (on a caller's connection: one transaction anyway)
+        if untracked:  # DROP TRIGGER locks the table (ACCESS EXCLUSIVE) to commit: a moment only
             s.conn.execute("SELECT pgdedup.track(%s, false)", (name,))
             s.commit()
-        forgotten = s.conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
-        s.commit()
+        try:
+            forgotten = s.conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
+            s.commit()
+        except Exception:
+            if untracked:  # the collection stays: so does its tracking (the next index compares every row)
+                s.conn.rollback()
+                s.conn.execute("SELECT pgdedup.track(%s, true)", (name,))
+                s.commit()
+            raise
     return forgotten
 
 

@@ -225,6 +225,24 @@ def test_drop_holds_the_tables_strong_lock_only_to_remove_its_triggers(conn, dsn
     assert conn.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 0
 
 
+def test_a_failed_drop_leaves_the_collection_tracked(conn, dsn, docs):
+    """drop removes the triggers in a transaction of its own first: when forgetting the
+    collection then fails (here the table's own trigger refuses the unmarking), tracking is
+    started again, not left off with nothing saying so."""
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.dedupe("docs", dsn=dsn)
+    conn.execute("CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN RAISE EXCEPTION 'this table refuses updates'; END $$")
+    conn.execute("CREATE TRIGGER refuse BEFORE UPDATE ON docs FOR EACH ROW EXECUTE FUNCTION public.refuse()")
+    conn.commit()
+    with pytest.raises(psycopg.Error, match="this table refuses updates"):
+        pgdedup.drop("docs", unmark=True, dsn=dsn)
+    assert pgdedup.status("docs", dsn=dsn)[0]["tracked"]
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass "
+                        "AND tgname LIKE 'pgdedup_track_%%'").fetchone()[0] == 4
+    conn.commit()
+
+
 def test_pending_rows_are_visible_until_deduped(conn, dsn, docs):
     pgdedup.track("docs", dsn=dsn)
     pgdedup.index("docs", dsn=dsn, progress=False)
