@@ -208,7 +208,8 @@ _READ_RELATIONS = """
             SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = rels.oid) x
     )"""
 # The first function, operator or view that reading the relation runs and that a role other than
-# a superuser and the current one owns: (what, its owner). Besides the rules of views: the
+# a superuser and the current one owns: (what, its owner); or ('policies', NULL) when row-level
+# security policies apply to the current role on a relation it reads. Besides the rules of views: the
 # expressions and predicates of the relations' indexes, of their extended statistics and of
 # their CHECK constraints, which the planner may evaluate (fold) while planning a read.
 _UNTRUSTED_READS = _READ_RELATIONS + """,
@@ -233,11 +234,10 @@ _UNTRUSTED_READS = _READ_RELATIONS + """,
         WHERE c.relkind = 'v'
     ) x JOIN pg_roles r ON r.oid = x.owner
     WHERE NOT r.rolsuper AND r.rolname <> current_user
+    UNION ALL  -- and whether row-level security policies apply to the current role on a relation read
+    SELECT 'policies', NULL FROM rels JOIN pg_class c ON c.oid = rels.oid
+    WHERE c.relkind IN ('r', 'p') AND row_security_active(c.oid)
     LIMIT 1"""
-# Whether row-level security policies apply to the current role on a relation it reads.
-_POLICED = _READ_RELATIONS + """
-    SELECT EXISTS (SELECT 1 FROM rels JOIN pg_class c ON c.oid = rels.oid
-                   WHERE c.relkind IN ('r', 'p') AND row_security_active(c.oid))"""
 
 
 def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
@@ -281,10 +281,10 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
         raise UnsafeOperation(f"{source.label} is a view owned by {owner}: reading it runs the functions it calls with "
                               f"your rights; run pgdedup as {owner}")
     untrusted = conn.execute(_UNTRUSTED_READS, {"oid": oid}).fetchone()
-    if untrusted is not None:
+    if untrusted is not None and untrusted[1] is not None:
         raise UnsafeOperation(f"reading {source.label} runs {untrusted[0]}, which {untrusted[1]} made, with your rights; "
                               f"run pgdedup as {untrusted[1]}")
-    if conn.execute(_POLICED, {"oid": oid}).fetchone()[0]:
+    if untrusted is not None:
         raise UnsafeOperation(f"row-level security policies of {source.label} (or of a table it reads) apply to you: "
                               "they would choose the rows pgdedup compares (its results stand for every row) and run "
                               "their expressions with your rights; run pgdedup as the table's owner, a superuser or "
@@ -323,12 +323,14 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
-    kind = check_source(conn, source, collection)  # a missing table: the clear error, not LOCK's
-    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        return  # a caller's autocommit connection: each statement is its own transaction, no lock can span them
-    if kind in ("r", "p", "v"):  # (LOCK TABLE refuses a materialized view or a foreign table)
-        conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
-        check_source(conn, source, collection)
+    kind = conn.execute("SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "WHERE n.nspname = %s AND c.relname = %s", (source.schema, source.table)).fetchone()
+    if (kind is None or kind[0] not in ("r", "p", "v")  # missing (check_source says so), or not lockable
+            or (conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)):
+        check_source(conn, source, collection)  # (a caller's autocommit connection: no lock spans statements)
+        return
+    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
+    check_source(conn, source, collection)
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],
