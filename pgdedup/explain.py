@@ -105,8 +105,8 @@ def explain(name: str, key_a: str, key_b: str, *, dsn: Db = None) -> Explanation
     """
     with translated(), session(dsn, f"pgdedup explain {name}") as s:
         conn = s.conn
-        coll = get(conn, name, need_source=True)
-        guard_source(conn, coll.source, name)
+        coll = get(conn, name)
+        guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(
             "SELECT * FROM pgdedup.explain(%s, %s::text, %s::text)", (name, str(key_a), str(key_b))).fetchone()
         src = coll.source

@@ -421,7 +421,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
             connect(dsn, autocommit=True, application_name="pgdedup index") as writer, \
             connect(dsn, application_name="pgdedup index (source lock)") as guard:
         if key is None:  # an existing collection, with what it stores
-            stored = collections.get(writer, name or table, need_source=True)
+            stored = collections.get(writer, name or table)  # its source: checked by guard_source below
             name, source, params = stored.name, stored.source, params or stored.params
         else:
             source = resolve_source(writer, table, key, text, schema, partition_by)  # before any schema change

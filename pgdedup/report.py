@@ -97,8 +97,8 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
     shown = Progress(f"report {name}", progress)
     with translated(), session(dsn, f"pgdedup report {name}") as s, shown.stage("page written"):
         conn = s.conn
-        coll = get(conn, name, need_source=True)
-        guard_source(conn, coll.source, name)
+        coll = get(conn, name)
+        guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
         target = conn.execute("SELECT target FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
                               "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
         if target is None:

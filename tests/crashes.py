@@ -1,12 +1,28 @@
-"""A simulated crash of ``pgdedup index`` midway, for the resume tests."""
+"""Crashes and waits for the kill and concurrency tests: a simulated crash of ``pgdedup index``
+midway (for the resume tests), and waiting on the server for a state another process reaches."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
+
+
+def wait_for(conn: psycopg.Connection, predicate_sql: str, params: tuple = (), timeout: float = 30.0,
+             run: subprocess.Popen | None = None) -> None:
+    """Poll the server until ``predicate_sql`` is true (e.g. a session is waiting on a lock);
+    with ``run``, fail at once (with its output) if that child process ends first."""
+    deadline = time.monotonic() + timeout
+    while not conn.execute(predicate_sql, params).fetchone()[0]:
+        if run is not None and run.poll() is not None:
+            raise AssertionError(f"the process ended first: {run.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {predicate_sql}")
+        time.sleep(0.05)
 
 
 @contextmanager

@@ -25,6 +25,7 @@ import pgdedup
 import families
 from families import PARAMS
 from clirun import cli, cli_background, one_line_error
+from crashes import wait_for
 
 def _marks_column(conn) -> dict[int, int | None]:
     return dict(conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall())
@@ -206,11 +207,8 @@ def test_drop_holds_the_tables_strong_lock_only_to_remove_its_triggers(conn, dsn
     conn.commit()
     run = cli_background("drop", "docs", "--unmark", "--dsn", dsn)
     try:
-        deadline = time.monotonic() + 30
-        while not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgdedup drop docs' "
-                               "AND wait_event = 'advisory')").fetchone()[0]:
-            assert time.monotonic() < deadline and run.poll() is None, run.stderr.read() if run.stderr else ""
-            time.sleep(0.05)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgdedup drop docs' "
+                       "AND wait_event = 'advisory')", run=run)
         assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM pg_locks WHERE relation = 'docs'::regclass "
                             "AND mode = 'AccessExclusiveLock'").fetchone()[0] == 0

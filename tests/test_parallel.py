@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,6 +19,7 @@ import pytest
 
 import pgdedup
 from clirun import cli_background
+from crashes import wait_for
 from planted import indexed
 
 DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('items', true, NULL, 'published_at, id', "
@@ -83,16 +82,8 @@ def held_after_writing_pairs(conn) -> Iterator[None]:
         conn.execute("DROP FUNCTION public.pgdedup_test_hold()")
 
 
-HELD = ("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%' "
-        "AND wait_event = 'advisory'")
-
-
-def _wait_for(conn, query: str, value: object, run: subprocess.Popen | None = None, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while conn.execute(query).fetchone()[0] != value:
-        assert time.monotonic() < deadline and (run is None or run.poll() is None), \
-            run.stderr.read() if run is not None and run.poll() is not None else query
-        time.sleep(0.05)
+HELD = ("SELECT count(*) = %s FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%' "
+        "AND wait_event = 'advisory'")  # (how many dedupes wait there)
 
 
 def test_two_full_dedupes_of_different_collections_at_once_each_mark_as_alone(conn, dsn):
@@ -110,7 +101,7 @@ def test_two_full_dedupes_of_different_collections_at_once_each_mark_as_alone(co
     with held_after_writing_pairs(conn):
         runs = [cli_background("dedupe", table, "--keep-order", "published_at, id", "--verify", "estimate",
                                "--full", "--dsn", dsn) for table in ("items", "others")]
-        _wait_for(conn, HELD, 2, runs[0])
+        wait_for(conn, HELD, (2,), timeout=60, run=runs[0])
     for run in runs:
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
@@ -129,10 +120,11 @@ def test_kill_9_while_the_pairs_are_in_the_work_table_changes_nothing(conn, dsn)
     with held_after_writing_pairs(conn):
         run = cli_background("dedupe", "items", "--keep-order", "published_at, id", "--verify", "estimate",
                              "--full", "--dsn", dsn)
-        _wait_for(conn, HELD, 1, run)
+        wait_for(conn, HELD, (1,), timeout=60, run=run)
         os.killpg(run.pid, signal.SIGKILL)
         run.wait(timeout=30)
-    _wait_for(conn, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%'", 0)
+    wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup dedupe%%')",
+             timeout=60)
     assert conn.execute("SELECT count(*) FROM pgdedup.candidates").fetchone()[0] == 0
     assert _marks(conn, "items") == marks
     again = pgdedup.dedupe("items", keep_order="published_at, id", verify="estimate", full=True, dsn=dsn)

@@ -21,17 +21,8 @@ from psycopg.conninfo import make_conninfo
 import pgdedup
 
 from clirun import cli, cli_background, one_line_error
+from crashes import wait_for
 from planted import create, make_rows
-
-
-def _wait_for(conn, predicate_sql: str, params=(), timeout: float = 30.0) -> None:
-    """Poll the server until ``predicate_sql`` is true (e.g. a session is waiting on a lock)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if conn.execute(predicate_sql, params).fetchone()[0]:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for: {predicate_sql}")
 
 
 def _waiting(app_prefix: str) -> str:
@@ -216,7 +207,7 @@ def test_a_second_writer_fails_at_once_naming_the_first_and_writes_nothing(conn,
     blocker.execute("LOCK TABLE pgdedup.runs IN ACCESS EXCLUSIVE MODE")
     try:
         held = cli_background(*WRITERS[first], "--dsn", dsn)
-        _wait_for(conn, _waiting("pgdedup "))
+        wait_for(conn, _waiting("pgdedup "))
         proc = cli(*WRITERS[second], "--dsn", dsn, timeout=30)
         kind = "index" if first.startswith("reindex") else "dedupe"
         one_line_error(proc, 'collection "items" is busy: pgdedup', f"pgdedup {kind} items (pid")
@@ -297,7 +288,7 @@ def held_index(conn, dsn):
     run = cli_background("index", "docs", "--key", "id", "--text", "body", "--workers", "2",
                          "--chunk-size", "100", "--no-progress", "--dsn", dsn)
     try:
-        _wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
+        wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
                         "'pgdedup index docs (worker)' AND wait_event_type = 'Lock'")
         workers = _children(run.pid)
         assert len(workers) >= 2
@@ -317,7 +308,7 @@ def _gone(conn, run, workers) -> None:
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in workers)
-    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE "
+    wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE "
                     "'pgdedup index docs%%')", timeout=10)
 
 
@@ -354,12 +345,12 @@ def test_kill_9_while_staged_keys_move_in_parallel_loses_and_doubles_no_key(conn
     run = subprocess.Popen([sys.executable, "-c", STAGED_LOAD, dsn], start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE state = 'active' "
+        wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE state = 'active' "
                         "AND application_name = 'pgdedup index (moving band keys)'")
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
-    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index%%')",
+    wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index%%')",
               timeout=60)
     conn.execute("DROP TRIGGER slow ON pgdedup.band_keys")
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 0
@@ -401,11 +392,11 @@ def test_a_resume_after_kill_9_is_not_quadratic_when_statistics_lag(conn, dsn):
     conn.execute("ANALYZE")  # the statistics now describe collection a only
     run = cli_background("index", "b", "--key", "id", "--text", "body", "--workers", "1", "--chunk-size", "500",
                          "--no-progress", "--dsn", dsn)
-    _wait_for(conn, "SELECT count(*) >= %s FROM pgdedup.signatures WHERE collection_id = "
+    wait_for(conn, "SELECT count(*) >= %s FROM pgdedup.signatures WHERE collection_id = "
                     "(SELECT collection_id FROM pgdedup.collections WHERE name = 'b')", (rows * 2 // 3,))
     os.killpg(run.pid, signal.SIGKILL)
     run.communicate()
-    _wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index b%%')")
+    wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index b%%')")
     started = time.monotonic()
     result = pgdedup.index("b", "id", ["body"], dsn=dsn, progress=False)
     resume = time.monotonic() - started
@@ -491,7 +482,7 @@ def test_readers_are_not_blocked_while_a_first_dedupe_runs(conn, dsn, items):
     blocker.execute("LOCK TABLE pgdedup.runs IN ACCESS EXCLUSIVE MODE")  # holds dedupe mid-way
     try:
         run = cli_background("dedupe", "items", "--dsn", dsn)
-        _wait_for(conn, _waiting("pgdedup dedupe items"))
+        wait_for(conn, _waiting("pgdedup dedupe items"))
         with psycopg.connect(make_conninfo(dsn, options="-c lock_timeout=200")) as reader:
             assert reader.execute("SELECT count(*) FROM items").fetchone()[0] == len(items)
             assert reader.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] == 0  # not yet

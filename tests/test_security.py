@@ -16,7 +16,6 @@ database name and dropped at the end).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -29,7 +28,7 @@ from pgdedup import Params, sign_texts
 from pgdedup.schema import HEAD
 
 from clirun import cli, cli_background, one_line_error
-from crashes import signatures_fail_after
+from crashes import signatures_fail_after, wait_for
 from planted import edit, story
 
 SAFE_PATH = "search_path=pg_catalog, pg_temp"
@@ -534,11 +533,8 @@ def test_a_type_change_racing_the_check_is_seen_before_any_read(conn, dsn, tenan
     with psycopg.connect(tenant_dsn) as t:
         t.execute("ALTER TABLE tenant.t ALTER COLUMN body TYPE tenant.evil USING row(body)::tenant.evil")
         run = cli_background("index", "t", "--no-progress", "--dsn", dsn)
-        deadline = time.monotonic() + 30
-        while not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = "
-                               "'pgdedup index (source lock)' AND wait_event_type = 'Lock')").fetchone()[0]:
-            assert time.monotonic() < deadline and run.poll() is None, run.communicate()
-            time.sleep(0.05)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = "
+                       "'pgdedup index (source lock)' AND wait_event_type = 'Lock')", run=run)
         t.commit()
     out, err = run.communicate(timeout=60)
     assert run.returncode == 1 and "tenant.evil" in err and len(err.strip().splitlines()) == 1, err
