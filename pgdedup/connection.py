@@ -5,6 +5,10 @@ A caller may hand over a libpq DSN or URI, a SQLAlchemy URL string (any driver),
 first three pgdedup opens (and commits, and closes) a connection of its own. For a connection,
 it works **inside the caller's transaction and never commits it**: what it writes becomes
 visible, or vanishes, with the caller's own commit or rollback, and its locks last as long.
+A connection in autocommit mode outside a transaction block has no transaction of the caller's
+to work in: each call then runs in one transaction of its own on it (committed when the call
+returns, rolled back when it raises), so that its locks span its statements and it is all or
+nothing, as on pgdedup's own connection.
 Operations that must commit as they go (``index``, which commits every chunk, ``watch``) refuse
 a caller's connection with ``InvalidArgument``.
 """
@@ -12,7 +16,7 @@ a caller's connection with ``InvalidArgument``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -81,10 +85,20 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
         "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
         "SELECT o.old, pg_catalog.set_config('search_path', %s, false) FROM o", (SAFE_SEARCH_PATH,)).fetchone()[0]
     try:
-        yield Session(conn, owned=False)
+        with _call_transaction(conn):
+            yield Session(conn, owned=False)
     finally:
         if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
             conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (old,))
+
+
+def _call_transaction(conn: psycopg.Connection) -> AbstractContextManager[object]:
+    """The transaction a call makes on a caller's connection: none inside the caller's own
+    transaction, one for the call on an autocommit connection that is outside one (where every
+    statement would otherwise commit alone, releasing the collection's lock between them)."""
+    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return conn.transaction()
+    return nullcontext()
 
 
 def _engine_url(db: Any) -> str | None:

@@ -316,18 +316,16 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     the check and a later read would have that read run the owner's code (a change not yet
     committed at the check is waited for by the lock and then seen). Every transaction that
     reads the source calls it, or runs while one that did is open (a whole ``index`` run keeps
-    one on a connection of its own). Not on a caller's connection in autocommit mode (nothing can
-    span its statements), and a materialized view or a foreign table is checked without a lock
-    (LOCK TABLE refuses them).
+    one on a connection of its own). A materialized view or a foreign table is checked without a
+    lock (LOCK TABLE refuses them).
 
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
     kind = conn.execute("SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                         "WHERE n.nspname = %s AND c.relname = %s", (source.schema, source.table)).fetchone()
-    if (kind is None or kind[0] not in ("r", "p", "v")  # missing (check_source says so), or not lockable
-            or (conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)):
-        check_source(conn, source, collection)  # (a caller's autocommit connection: no lock spans statements)
+    if kind is None or kind[0] not in ("r", "p", "v"):  # missing (check_source says so), or not lockable
+        check_source(conn, source, collection)
         return
     conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
     check_source(conn, source, collection)

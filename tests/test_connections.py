@@ -89,15 +89,25 @@ def test_no_runtime_alter_inside_a_callers_transaction(conn, dsn, items):
 
 
 def test_a_callers_autocommit_connection_and_a_materialized_view_source(conn, dsn, items):
-    """The source's lock (db.guard_source) needs a transaction and a lockable table: on a
-    caller's autocommit connection, and for a materialized view, the source is checked without."""
+    """A caller's autocommit connection has no transaction to work in: each call makes one of its
+    own there, so the collection's lock and the source's spans its statements (auto's checks
+    read a temporary table the deciding statement made) and the call is all or nothing. A
+    materialized view source is checked without a lock (LOCK TABLE refuses it)."""
     pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
     conn.execute("ALTER TABLE items ADD COLUMN duplicate_of bigint")
     with psycopg.connect(dsn, autocommit=True) as app:
-        assert pgdedup.dedupe("items", alter=False, verify="estimate", dsn=app).duplicates == items
-        assert pgdedup.dedupe("items", verify="estimate", dsn=app).duplicates == items
+        assert pgdedup.dedupe("items", alter=False, dsn=app).duplicates == items
+        assert pgdedup.dedupe("items", dsn=app, full=True).duplicates == items
+        marks = conn.execute("SELECT id, duplicate_of FROM items ORDER BY id").fetchall()
+        assert pgdedup.dedupe("items", dsn=dsn, full=True).duplicates == items
+        assert conn.execute("SELECT id, duplicate_of FROM items ORDER BY id").fetchall() == marks
         a, b = [r[0] for r in app.execute("SELECT id FROM items ORDER BY id LIMIT 2")]
         assert pgdedup.explain("items", a, b, dsn=app).estimate >= 0
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert app.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+        with pytest.raises(pgdedup.InvalidArgument):  # a call that fails has written nothing
+            pgdedup.dedupe("items", keep_order="no_such_column", dsn=app)
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     conn.execute("CREATE MATERIALIZED VIEW items_mv AS SELECT id, title, body FROM items")
     pgdedup.index("items_mv", "id", ["title", "body"], dsn=dsn, progress=False)
     assert pgdedup.dedupe("items_mv", alter=False, dsn=dsn).duplicates == items
