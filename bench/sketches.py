@@ -1,11 +1,13 @@
 """Which sketch, and how many bits: one-permutation hashing (OPH, the default) vs classic
-k-permutation MinHash, and 32-bit vs 63-bit values, on the same features.
+k-permutation MinHash, and 32-bit vs 63-bit values, and the low 16 bits of the 32-bit values
+that PostgreSQL stores and compares (sql/0023_sketches.sql), on the same features.
 
 Speed: signatures per second for a chunk of ~3 KB documents (features computed once, outside
 the timing). Accuracy: for pairs of sets with known Jaccard J (random integer sets, sizes
 10..2000, J spread over 0..1), the root-mean-square error of the estimate against J, its mean
-(bias), and for 32 vs 63 bits the number of positions where 32-bit values agree but 63-bit
-ones do not (a spurious collision of two different minima, measured by truncating the 63-bit minima).
+(bias), and for 32 and 16 vs 63 bits the number of positions where the truncated values agree
+but the 63-bit ones do not (a spurious collision of two different minima, measured by truncating
+the 63-bit minima).
 
     python bench/sketches.py [--docs 4000] [--pairs 2000]
 """
@@ -61,6 +63,7 @@ def main() -> None:
     print(f"{args.docs} documents ({mb:.1f} MB, {len(feats.hashes) / args.docs:.0f} shingles each), k = {K}")
     sketches = {"OPH + densification, 32-bit": lambda f: signatures(f, K, SEED),
                 "OPH + densification, 63-bit": lambda f: signatures(f, K, SEED, value_bits=63),
+                "OPH + densification, 16 stored": lambda f: signatures(f, K, SEED) & np.uint32(0xFFFF),
                 "k-permutation, 32-bit": lambda f: kperm_signatures(f, K, SEED)}
     pair_feats, exact = _pairs(args.pairs, random.Random(3))
     agreement = {}
@@ -75,11 +78,19 @@ def main() -> None:
         agreement[name] = agree
         err = agree.mean(axis=1) - exact
         print(f"{name:30} {rate:9,.0f} {np.sqrt(np.mean(err ** 2)):8.4f} {err.mean():+9.5f} {bound:8.4f}")
-    # the cost of storing 32 bits: the same minima, truncated, agree where the full values do not
+    # the cost of keeping fewer bits: the same minima, truncated, agree where the full values do not
     full = signatures(pair_feats, K, SEED, value_bits=63)
-    spurious = _agree(full & np.uint64(0xFFFFFFFF)) & ~agreement["OPH + densification, 63-bit"]
-    print(f"\n63-bit minima truncated to 32 bits: {int(spurious.sum())} spurious agreements in {spurious.size:,} "
-          f"positions ({args.pairs} pairs × {K}); expected ~{spurious.size * 2.0 ** -32:.1e} (2**-32 each)")
+    differ = ~agreement["OPH + densification, 63-bit"]
+    print()
+    for bits in (32, 16):
+        spurious = _agree(full & np.uint64((1 << bits) - 1)) & differ
+        print(f"63-bit minima truncated to {bits} bits: {int(spurious.sum())} spurious agreements in "
+              f"{int(differ.sum()):,} disagreeing positions ({args.pairs} pairs × {K} positions); expected "
+              f"~{differ.sum() * 2.0 ** -bits:.2g} (2**-{bits} each)")
+    differ = ~agreement["OPH + densification, 32-bit"]  # what PostgreSQL stores: the 32-bit values' low 16 bits
+    spurious = agreement["OPH + densification, 16 stored"] & differ
+    print(f"32-bit minima stored as their low 16 bits: {int(spurious.sum())} spurious agreements in "
+          f"{int(differ.sum()):,} disagreeing positions; expected ~{differ.sum() * 2.0 ** -16:.2g}")
     print("bound = sqrt(mean J(1-J)/k), the k-permutation standard error averaged over the pairs")
 
 

@@ -4,7 +4,7 @@ Binary COPY is several times faster than text COPY for integer arrays, and build
 with numpy (big-endian structured arrays) avoids a Python call per value. Format: a header, then
 per tuple an int16 field count and per field an int32 length and the value, then an int16 -1.
 Arrays are: ndim, has-null flag, element type oid, length, lower bound, then (length, value)
-per element.
+per element; a bit string is its length in bits, then its bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from psycopg import sql
 
 HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 TRAILER = struct.pack(">h", -1)
-INT4_OID, INT8_OID = 23, 20
+INT8_OID = 20
+#: Bits a signature position keeps in storage (sql/0023_sketches.sql): the low 16 of its value.
+SKETCH_BITS = 16
 
 
 def _field(name: str, fmt: str) -> list[tuple[str, str]]:
@@ -63,7 +65,8 @@ def band_keys(collection_id: int, row_ids: np.ndarray, buckets: np.ndarray) -> b
 def signatures(collection_id: int, keys: Sequence[str], row_ids: np.ndarray, md5s: Sequence[uuid.UUID],
                text_hashes: np.ndarray, counts: np.ndarray, sigs: np.ndarray, buckets: np.ndarray) -> bytes:
     """COPY stream for ``signatures (collection_id, row_id, source_md5, text_hash, feature_count,
-    signature, buckets, row_key)``. Rows with ``counts == 0`` get empty arrays."""
+    signature, buckets, row_key)``: ``signature`` is the sketch of ``sigs`` (the low 16 bits of each
+    value, in order, as a bit string). Rows with ``counts == 0`` get an empty sketch and no buckets."""
     n, k = sigs.shape
     bands = buckets.shape[1]
     fixed = np.dtype([("nf", ">i2")] + _field("c", ">i4") + _field("row", ">i8") + [("md5_len", ">i4")]
@@ -72,12 +75,14 @@ def signatures(collection_id: int, keys: Sequence[str], row_ids: np.ndarray, md5
     head["nf"], head["c_len"], head["row_len"], head["md5_len"], head["th_len"], head["fc_len"] = 8, 4, 8, 16, 8, 4
     head["c"], head["row"], head["th"], head["fc"] = collection_id, row_ids, text_hashes, counts
     head["md5"] = [m.bytes for m in md5s]
-    arrays = np.empty(n, dtype=np.dtype(_array_fields("s", ">i4", k) + _array_fields("b", ">i8", bands)))
-    _fill_array(arrays, "s", sigs.view(np.int32), INT4_OID, 4)
+    arrays = np.empty(n, dtype=np.dtype([("s_len", ">i4"), ("s_bits", ">i4"), ("s", ">u2", (k,))]
+                                        + _array_fields("b", ">i8", bands)))
+    arrays["s_len"], arrays["s_bits"] = 4 + 2 * k, SKETCH_BITS * k
+    arrays["s"] = sigs & 0xFFFF
     _fill_array(arrays, "b", buckets, INT8_OID, 8)
     head_b, arr_b = memoryview(head.tobytes()), memoryview(arrays.tobytes())
     hw, aw = fixed.itemsize, arrays.dtype.itemsize
-    empty = _empty_array(INT4_OID) + _empty_array(INT8_OID)
+    empty = struct.pack(">ii", 4, 0) + _empty_array(INT8_OID)
     parts = [HEADER]
     for i, key in enumerate(keys):
         raw = key.encode("utf-8")

@@ -21,7 +21,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0022_unmark"
+HEAD = "0023_sketches"
 
 
 def revision(conn: psycopg.Connection) -> str | None:

@@ -12,8 +12,9 @@ than k its variance is up to about twice the k-permutation J(1−J)/k, measured 
 features sharing a bin hide one another.)
 
 Cost is O(features + k) per document instead of O(features · k) for k-permutation MinHash,
-which is why it is the default. Values are 32 bits and are stored as ``int4[]``: two distinct
-features share a value with probability 2**-32, far below the estimator's own noise.
+which is why it is the default. Values are 32 bits (band buckets are made from them); PostgreSQL
+stores the low 16 bits of each (copybin, sql/0023_sketches.sql): two different minima agree
+there with probability 2**-16, far below the estimator's own noise.
 An empty feature set has the empty signature, which is similar to nothing.
 """
 

@@ -36,7 +36,8 @@ class SignedChunk:
         return len(self.text_hashes)
 
     def signature(self, i: int) -> np.ndarray:
-        """Signature of text i as stored (int32), empty for an empty feature set."""
+        """Signature of text i as int32 values (what ``pgdedup.similar_to`` takes; the stored
+        sketch keeps their low 16 bits), empty for an empty feature set."""
         if self.feature_counts[i] == 0:
             return np.empty(0, dtype=np.int32)
         return self.signatures[i].view(np.int32)

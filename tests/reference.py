@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 #: Blocks of the scripts written without spaces (docs/features.md, step 3): every character in
 #: them is a token of its own. Taken from the Unicode block chart, one line per block.
@@ -88,3 +89,14 @@ def ref_jaccard(a: set, b: set) -> float:
 def ref_join(*columns: str | None) -> str:
     """Several text columns: joined with a newline, NULLs skipped."""
     return "\n".join(c for c in columns if c is not None)
+
+
+def ref_sketch(signature: Iterable[int]) -> str:
+    """A signature as stored (``bit varying``, read back as text): the low 16 bits of each
+    value, in order, most significant bit first; '' for an empty signature."""
+    return "".join(format(int(v) & 0xFFFF, "016b") for v in signature)
+
+
+def ref_lanes(sketch: str) -> list[int]:
+    """The 16-bit values of a stored sketch read back as text (``ref_sketch`` inverted)."""
+    return [int(sketch[i:i + 16], 2) for i in range(0, len(sketch), 16)]

@@ -64,6 +64,41 @@ def test_data_survives_upgrade_from_first_revision(conn, dsn):
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 1.0
 
 
+def test_signatures_become_sketches_and_back(conn, dsn):
+    """Revision 23 converts stored int4[] signatures in place to the low 16 bits of each value
+    (oracle: the bits written out by hand); estimates between converted rows are the agreement
+    of those bits. Its downgrade gives back int4[] of the 16-bit values and clears the rows'
+    md5, so the next index signs every row again."""
+    pgdedup.migrate(dsn, "0022_unmark")
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, '')")
+    cid = conn.execute("INSERT INTO pgdedup.collections (name, source_schema, source_table, key_column, text_columns, "
+                       "key_type, num_perm, bands, rows_per_band, threshold, band_threshold, seed, ngram, unit, "
+                       "algorithm) VALUES ('t', 'public', 't', 'id', '{body}', 'integer', 4, 2, 2, 0.8, 0.8, 1, 5, "
+                       "'word', 1) "
+                       "RETURNING collection_id").fetchone()[0]
+    values = {"1": [1, -1, 65536, 74565], "2": [65537, -65536, 0, 74565], "3": []}  # 74565 = 0x12345
+    for key, sig in values.items():
+        conn.execute("INSERT INTO pgdedup.signatures (collection_id, row_key, row_id, source_md5, text_hash, "
+                     "feature_count, signature, buckets) VALUES (%s, %s, %s, md5(%s)::uuid, %s, %s, %s::int[], '{}')",
+                     (cid, key, int(key), key, int(key), len(sig), sig))
+    pgdedup.migrate(dsn, "0023_sketches")
+    stored = dict(conn.execute("SELECT row_key, signature::text FROM pgdedup.signatures").fetchall())
+    assert stored == {"1": "0000000000000001" "1111111111111111" "0000000000000000" "0010001101000101",
+                      "2": "0000000000000001" "0000000000000000" "0000000000000000" "0010001101000101",
+                      "3": ""}
+    assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 0.75
+    assert conn.execute("SELECT pgdedup.similarity('t', '1', '3')").fetchone()[0] == 0.0
+    version = conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0]
+    pgdedup.downgrade(dsn, "0022_unmark")
+    back = dict(conn.execute("SELECT row_key, signature FROM pgdedup.signatures").fetchall())
+    assert back == {"1": [1, 65535, 0, 9029], "2": [1, 0, 0, 9029], "3": []}  # 9029 = 0x2345
+    assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 0.75
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures "
+                        "WHERE source_md5 <> '00000000-0000-0000-0000-000000000000'").fetchone()[0] == 0
+    assert conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0] == version + 1
+
+
 def test_app_alembic_version_untouched(conn, dsn):
     conn.execute("CREATE TABLE alembic_version (version_num varchar(32) NOT NULL PRIMARY KEY)")
     conn.execute("INSERT INTO alembic_version VALUES ('app_rev_42')")

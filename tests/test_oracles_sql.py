@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pgdedup
-from reference import ref_jaccard, ref_join, ref_word_shingles
+from reference import ref_jaccard, ref_join, ref_lanes, ref_word_shingles
 
 K = 128
 VOCAB = [f"w{i}" for i in range(5000)]
@@ -90,7 +90,7 @@ def test_pairs_equal_brute_force_over_estimates(conn, dsn):
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, title text, body text)")
     conn.cursor().executemany("INSERT INTO docs VALUES (%s, %s, %s)", rows)
     pgdedup.index("docs", "id", ["title", "body"], dsn=dsn, progress=False)
-    stored = {int(k): (np.array(s), set(b)) for k, s, b in
+    stored = {int(k): (np.array(ref_lanes(s)), set(b)) for k, s, b in
               conn.execute("SELECT row_key, signature, buckets FROM pgdedup.signatures").fetchall()}
     expected = {}
     for a, b in itertools.combinations(sorted(stored), 2):
