@@ -67,8 +67,8 @@ def test_data_survives_upgrade_from_first_revision(conn, dsn):
 def test_signatures_become_sketches_and_back(conn, dsn):
     """Revision 23 converts stored int4[] signatures in place to the low 16 bits of each value
     (oracle: the bits written out by hand); estimates between converted rows are the agreement
-    of those bits. Its downgrade gives back int4[] of the 16-bit values and clears the rows'
-    md5, so the next index signs every row again."""
+    of those bits. Its downgrade gives back int4[] of the 16-bit values, clears the rows' md5
+    and queues "every row" for a tracked collection, so the next index signs every row again."""
     pgdedup.migrate(dsn, "0022_unmark")
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, '')")
@@ -90,6 +90,7 @@ def test_signatures_become_sketches_and_back(conn, dsn):
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 0.75
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '3')").fetchone()[0] == 0.0
     version = conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0]
+    conn.execute("UPDATE pgdedup.collections SET tracked = true")  # (no triggers: the flag is what counts)
     pgdedup.downgrade(dsn, "0022_unmark")
     back = dict(conn.execute("SELECT row_key, signature FROM pgdedup.signatures").fetchall())
     assert back == {"1": [1, 65535, 0, 9029], "2": [1, 0, 0, 9029], "3": []}  # 9029 = 0x2345
@@ -97,6 +98,8 @@ def test_signatures_become_sketches_and_back(conn, dsn):
     assert conn.execute("SELECT count(*) FROM pgdedup.signatures "
                         "WHERE source_md5 <> '00000000-0000-0000-0000-000000000000'").fetchone()[0] == 0
     assert conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0] == version + 1
+    # a tracked collection's next index must not sign only the queued rows: "every row" is queued
+    assert conn.execute("SELECT row_key FROM pgdedup.queue").fetchall() == [(None,)]
 
 
 def test_app_alembic_version_untouched(conn, dsn):

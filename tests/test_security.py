@@ -525,6 +525,25 @@ def test_a_source_in_a_schema_a_role_may_not_use_hides_only_that_collection(conn
         assert a.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 1
 
 
+def test_status_for_a_role_that_sees_every_collection_without_usage_of_their_schemas(conn, dsn, make_role):
+    """Before revision 23 the status view looked sources up with to_regclass, which raises for a
+    schema the role may not use: a role that sees every collection (BYPASSRLS, like the tables'
+    owner) could not read the view at all."""
+    conn.execute("CREATE SCHEMA private")
+    conn.execute("CREATE TABLE private.notes (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO private.notes SELECT g, 'note ' || g FROM generate_series(1, 5) g")
+    pgdedup.index("private.notes", "id", ["body"], name="notes", dsn=dsn, progress=False)
+    auditor, auditor_dsn = make_role("auditor", "LOGIN BYPASSRLS")
+    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}"):
+        conn.execute(sql.SQL(grant).format(sql.Identifier(auditor)))
+    with psycopg.connect(auditor_dsn) as a:
+        assert a.execute("SELECT name, source, source_missing FROM pgdedup.status").fetchall() == [
+            ("notes", "private.notes", False)]
+    conn.execute("DROP TABLE private.notes")
+    with psycopg.connect(auditor_dsn) as a:
+        assert a.execute("SELECT source_missing FROM pgdedup.status").fetchall() == [(True,)]
+
+
 def test_a_type_change_racing_the_check_is_seen_before_any_read(conn, dsn, tenant):
     """The owner's ALTER, not committed yet when pgdedup checks the table, commits while pgdedup
     waits for the table: the check is made again under the lock, and nothing is read."""

@@ -43,8 +43,13 @@ def test_similarity_of_sketches(conn, dsn):
     assert one(conn, "SELECT pgdedup.similarity(pgdedup.sketch('{}'), pgdedup.sketch('{1,2}'))") == 0
     assert one(conn, "SELECT pgdedup.similarity(pgdedup.sketch('{1,2}'), pgdedup.sketch('{}'))") == 0
     assert one(conn, "SELECT pgdedup.similarity(NULL::bit varying, pgdedup.sketch('{1}'))") is None
-    with pytest.raises(psycopg.Error, match="different sizes"):
-        conn.execute("SELECT pgdedup.similarity(pgdedup.sketch('{1,2}'), pgdedup.sketch('{1}'))")
+    for a, b in (("pgdedup.sketch('{1,2}')", "pgdedup.sketch('{1}')"), ("B'101'", "B'101'"),
+                 ("pgdedup.sketch(array_fill(1, ARRAY[1025]))", "pgdedup.sketch(array_fill(1, ARRAY[1025]))")):
+        with pytest.raises(psycopg.Error, match="the same number of 16-bit lanes, at most 1024") as info:
+            conn.execute(f"SELECT pgdedup.similarity({a}, {b})")
+        assert info.value.sqlstate == "PD003"
+    with pytest.raises(psycopg.Error, match="has no NULL values"):
+        conn.execute("SELECT pgdedup.sketch('{1,NULL,2}')")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -104,6 +109,10 @@ def test_similar_and_similar_to(conn, indexed):
     got = conn.execute("SELECT row_key FROM pgdedup.similar_to('docs', %s, %s)",
                        (signed.signature(0).tolist(), signed.buckets[0].tolist())).fetchall()
     assert got == [("2",), ("1",), ("4",)]
+    # as typed in psql: array literals without a type resolve (one similar_to takes a signature)
+    literal = "{" + ",".join(map(str, signed.signature(0).tolist())) + "}"
+    assert conn.execute(f"SELECT row_key FROM pgdedup.similar_to('docs', '{literal}', %s)",
+                        (signed.buckets[0].tolist(),)).fetchall() == got
 
 
 def test_keep_order_sql(conn, indexed):

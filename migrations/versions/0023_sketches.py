@@ -3,10 +3,12 @@ by whole-string bit operations instead of a loop over positions.
 
 Revision ID: 0023_sketches
 Revises: 0022_unmark
-Applies sql/0023_sketches.sql, which converts the stored signatures in place (one rewrite of
-pgdedup.signatures). The downgrade (sql/0023_sketches.down.sql) turns them back into int4[]
-of the 16-bit values and has the next index sign every row again, then puts back revision 2's
-similarity, revision 3's similar_to and revision 7's similar from their own files.
+Applies sql/0023_sketches.sql, which converts the stored signatures in place: one rewrite of
+pgdedup.signatures under its ACCESS EXCLUSIVE lock, ~20 us a row for the conversion alone
+(`pgdedup migrate` took 9.5 s at 200,000 rows). The downgrade (sql/0023_sketches.down.sql)
+turns them back into int4[] of the 16-bit values and has the next index sign every row again
+(run it on every collection right after), then puts back revision 2's similarity, revision
+3's similar_to and revision 7's similar from their own files.
 """
 
 from pgdedup.alembic_ops import function_definitions, run_sql, run_sql_file
