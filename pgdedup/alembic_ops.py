@@ -89,6 +89,22 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
     return "\n".join(statements)
 
 
+def view_definition(name: str, view: str) -> str:
+    """The ``CREATE [OR REPLACE] VIEW pgdedup.<view> AS ...;`` statement of released file
+    ``name`` (its last one, should the file define the view twice), as ``CREATE OR REPLACE
+    VIEW``: a downgrade puts back the view a later revision replaced from the file that defined
+    it, as ``function_definitions`` does for functions. The view's options (security_invoker)
+    are not part of it: ``CREATE OR REPLACE VIEW`` resets them, so the caller sets them again.
+    Raises ValueError if the file does not define the view.
+    """
+    text = read_sql(name)
+    creates = list(re.finditer(rf"^CREATE (?:OR REPLACE )?VIEW pgdedup\.{view} AS$", text, re.M))
+    if not creates:
+        raise ValueError(f"{name} defines no view pgdedup.{view}")
+    start = creates[-1].start()
+    return re.sub(r"^CREATE (?:OR REPLACE )?VIEW", "CREATE OR REPLACE VIEW", text[start:text.index(";", start) + 1])
+
+
 def sql_steps(revision: str) -> tuple[Callable[[], None], Callable[[], None]]:
     """(upgrade, downgrade) of a revision that applies ``sql/<revision>.sql`` / ``.down.sql``."""
     return (lambda: run_sql_file(f"{revision}.sql")), (lambda: run_sql_file(f"{revision}.down.sql"))

@@ -89,6 +89,8 @@ def test_signatures_become_sketches_and_back(conn, dsn):
                       "3": ""}
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 0.75
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '3')").fetchone()[0] == 0.0
+    assert conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'pgdedup.status'::regclass").fetchone()[0] == [
+        "security_invoker=true"]
     version = conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0]
     conn.execute("UPDATE pgdedup.collections SET tracked = true")  # (no triggers: the flag is what counts)
     pgdedup.downgrade(dsn, "0022_unmark")
@@ -100,6 +102,10 @@ def test_signatures_become_sketches_and_back(conn, dsn):
     assert conn.execute("SELECT index_version FROM pgdedup.collections").fetchone()[0] == version + 1
     # a tracked collection's next index must not sign only the queued rows: "every row" is queued
     assert conn.execute("SELECT row_key FROM pgdedup.queue").fetchall() == [(None,)]
+    # revision 6's status view is back, still run with the querying role's rights
+    assert "to_regclass" in conn.execute("SELECT pg_get_viewdef('pgdedup.status')").fetchone()[0]
+    assert conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'pgdedup.status'::regclass").fetchone()[0] == [
+        "security_invoker=true"]
 
 
 def test_app_alembic_version_untouched(conn, dsn):
