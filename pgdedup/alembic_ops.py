@@ -20,6 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
 from alembic.runtime.migration import MigrationContext
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine
 
 from .db import connect
@@ -175,6 +176,25 @@ def migrate(target: Target = "", revision: str = "head") -> None:
         return
     with translated(), _connection(target) as conn, _keep_outer_alembic(), _user_errors():
         command.upgrade(_config(conn), revision)
+
+
+def migrate_checked(dsn: str, check: Callable[[psycopg.Connection], object] | None) -> None:
+    """``migrate(dsn)`` to the newest revision, committed only once ``check`` (given the
+    migrating connection, inside the migration's transaction) has returned: a command that
+    creates the schema on first use and then refuses its input leaves none behind.
+
+    Raises:
+        PermissionDenied: the role may not create the schema or its objects.
+        Whatever ``check`` raises (nothing is committed then).
+    """
+    engine = engine_for(dsn)
+    try:
+        with engine.begin() as conn:
+            migrate(conn)
+            if check is not None:
+                check(conn.connection.driver_connection)
+    finally:
+        engine.dispose()
 
 
 def _offline_app() -> bool:

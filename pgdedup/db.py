@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .errors import InvalidArgument, PgdedupError, SourceMissing, UnsafeOperation
+from .errors import InvalidArgument, PgdedupError, UnsafeOperation, translated
 
 #: The search_path of every pgdedup session: no object of another schema can stand in for a
 #: built-in function or operator, and pgdedup's own objects are always schema-qualified.
@@ -193,57 +193,12 @@ def table_columns(conn: psycopg.Connection, schema: str, table: str) -> dict[str
     return dict(rows)
 
 
-# The relation and every relation reading it reads: through the rewrite rules of views (views
-# on views), and the partitions and inheritance children of tables.
-_READ_RELATIONS = """
-    WITH RECURSIVE rels(oid) AS (
-        SELECT %(oid)s::oid
-        UNION
-        SELECT x.oid FROM rels, LATERAL (
-            SELECT d.refobjid AS oid FROM pg_rewrite w
-            JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
-                            AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> rels.oid
-            WHERE w.ev_class = rels.oid
-            UNION ALL
-            SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = rels.oid) x
-    )"""
-# The first function, operator or view that reading the relation runs and that a role other than
-# a superuser and the current one owns: (what, its owner); or ('policies', NULL) when row-level
-# security policies apply to the current role on a relation it reads. Besides the rules of views: the
-# expressions and predicates of the relations' indexes, of their extended statistics and of
-# their CHECK constraints, which the planner may evaluate (fold) while planning a read.
-_UNTRUSTED_READS = _READ_RELATIONS + """,
-    users AS (SELECT 'pg_rewrite'::regclass AS classid, w.oid AS objid FROM rels JOIN pg_rewrite w ON w.ev_class = rels.oid
-              UNION ALL
-              SELECT 'pg_class'::regclass, i.indexrelid FROM rels JOIN pg_index i ON i.indrelid = rels.oid
-              UNION ALL
-              SELECT 'pg_statistic_ext'::regclass, e.oid FROM rels JOIN pg_statistic_ext e ON e.stxrelid = rels.oid
-              UNION ALL
-              SELECT 'pg_constraint'::regclass, c.oid FROM rels JOIN pg_constraint c ON c.conrelid = rels.oid),
-    deps AS (SELECT d.refclassid, d.refobjid FROM users u
-             JOIN pg_depend d ON d.classid = u.classid AND d.objid = u.objid)
-    SELECT x.what, r.rolname FROM (
-        SELECT 'function ' || p.oid::regprocedure::text AS what, p.proowner AS owner
-        FROM deps JOIN pg_proc p ON deps.refclassid = 'pg_proc'::regclass AND p.oid = deps.refobjid
-        UNION ALL
-        SELECT 'operator ' || o.oid::regoperator::text, f.proowner
-        FROM deps JOIN pg_operator o ON deps.refclassid = 'pg_operator'::regclass AND o.oid = deps.refobjid
-        JOIN pg_proc f ON f.oid = o.oprcode
-        UNION ALL
-        SELECT 'view ' || c.oid::regclass::text, c.relowner FROM rels JOIN pg_class c ON c.oid = rels.oid
-        WHERE c.relkind = 'v'
-    ) x JOIN pg_roles r ON r.oid = x.owner
-    WHERE NOT r.rolsuper AND r.rolname <> current_user
-    UNION ALL  -- and whether row-level security policies apply to the current role on a relation read
-    SELECT 'policies', NULL FROM rels JOIN pg_class c ON c.oid = rels.oid
-    WHERE c.relkind IN ('r', 'p') AND row_security_active(c.oid)
-    LIMIT 1"""
-
-
 def check_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
     """Refuse to read a source whose reading could run code that another role controls, with
     the rights of the role running pgdedup (often a superuser). Checked on every run, not only
-    the first: the table's owner may change it in between.
+    the first: the table's owner may change it in between. The checks are the SQL function
+    ``pgdedup.check_source`` (sql/0024_source_check.sql), which the SQL functions that read a
+    source make too:
 
     - A text or partition column is read as ``col::text``: a cast from a type its owner made
       (a composite, an enum, a domain over one) runs that owner's function. So every such
@@ -256,7 +211,8 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
       evaluate them while planning any read.
     - Row-level security policies that apply to the current role would choose the rows read
       (pgdedup's results stand for every row) and run their expressions with its rights.
-    - The key must still have the type it was indexed with: stored keys are cast back to it.
+    - The key must still have the type it was indexed with (one of ``KEY_TYPES``): stored keys
+      are cast back to it.
 
     ``collection`` (the name of the collection whose source this is) goes into the messages.
     Returns the source's ``relkind`` (``r`` a table, ``p`` a partitioned one, ``v`` a view, ...).
@@ -265,82 +221,45 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
         SourceMissing: the table or a column is gone.
         UnsafeOperation: any of the above, or a recorded key type outside ``KEY_TYPES``.
     """
-    source.key_cast  # noqa: B018 (raises UnsafeOperation for a key type outside KEY_TYPES, e.g. a tampered one)
-    rel = conn.execute(
-        """SELECT c.oid, c.relkind, o.rolname, o.rolsuper OR c.relowner = (SELECT r.oid FROM pg_roles r
-                                                                           WHERE r.rolname = current_user)
-           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_roles o ON o.oid = c.relowner
-           WHERE n.nspname = %s AND c.relname = %s""", (source.schema, source.table)).fetchone()
-    of = "" if collection is None else f" of collection {collection!r}"
-    restart = "" if collection is None else (f": `pgdedup drop {collection}` forgets the collection; index the "
-                                             "table under its new name to start again")
-    if rel is None:
-        raise SourceMissing(f"the source table {source.label}{of} does not exist (renamed or dropped?){restart}")
-    oid, kind, owner, trusted = rel
-    if kind == "v" and not trusted:
-        raise UnsafeOperation(f"{source.label} is a view owned by {owner}: reading it runs the functions it calls with "
-                              f"your rights; run pgdedup as {owner}")
-    untrusted = conn.execute(_UNTRUSTED_READS, {"oid": oid}).fetchone()
-    if untrusted is not None and untrusted[1] is not None:
-        raise UnsafeOperation(f"reading {source.label} runs {untrusted[0]}, which {untrusted[1]} made, with your rights; "
-                              f"run pgdedup as {untrusted[1]}")
-    if untrusted is not None:
-        raise UnsafeOperation(f"row-level security policies of {source.label} (or of a table it reads) apply to you: "
-                              "they would choose the rows pgdedup compares (its results stand for every row) and run "
-                              "their expressions with your rights; run pgdedup as the table's owner, a superuser or "
-                              "a role with BYPASSRLS")
-    columns = {name: (type_name, owner_name, ok) for name, type_name, owner_name, ok in conn.execute(
-        """SELECT a.attname, a.atttypid::regtype::text, o.rolname,
-                  o.rolsuper OR o.rolname = current_user
-           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-           JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-           JOIN pg_roles o ON o.oid = b.typowner
-           WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped""", (oid,))}
-    for col in (source.key, *source.text_columns, *([source.partition] if source.partition else [])):
-        if col not in columns:
-            raise SourceMissing(f"column {col!r} of the source table {source.label}{of} does not exist any more{restart}")
-        type_name, type_owner, ok = columns[col]
-        if col == source.key and type_name != source.key_type:
-            raise UnsafeOperation(f"the key column {col!r} of {source.label} is {type_name} now, not "
-                                  f"{source.key_type} as when it was indexed: drop the collection and index it again")
-        if not ok:
-            raise UnsafeOperation(f"column {col!r} of {source.label} has type {type_name}, made by {type_owner}: its "
-                                  f"text form may run that role's code with your rights; run pgdedup as {type_owner}")
-    return kind
+    return _source_call(conn, "check_source", source, collection)
 
 
 def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
-    """``check_source`` under the source's ACCESS SHARE lock, taken first in ``conn``'s current
-    transaction and held to its end: ALTER TABLE, which any change ``check_source`` looks for
-    needs, then waits for that transaction. Without the lock, an owner's ALTER committed between
-    the check and a later read would have that read run the owner's code (a change not yet
-    committed at the check is waited for by the lock and then seen). Every transaction that
-    reads the source calls it, or runs while one that did is open (a whole ``index`` run keeps
-    one on a connection of its own). A materialized view or a foreign table is checked without a
-    lock (LOCK TABLE refuses them).
+    """``check_source`` under the source's ACCESS SHARE lock (``pgdedup.guard_source``), taken
+    first in ``conn``'s current transaction and held to its end: ALTER TABLE, which any change
+    ``check_source`` looks for needs, then waits for that transaction. Without the lock, an
+    owner's ALTER committed between the check and a later read would have that read run the
+    owner's code (a change not yet committed at the check is waited for by the lock and then
+    seen). Every transaction that reads the source calls it, or runs while one that did is open
+    (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
+    foreign table is checked without a lock (LOCK TABLE refuses them).
 
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
-    kind = conn.execute("SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                        "WHERE n.nspname = %s AND c.relname = %s", (source.schema, source.table)).fetchone()
-    if kind is None or kind[0] not in ("r", "p", "v"):  # missing (check_source says so), or not lockable
-        check_source(conn, source, collection)
-        return
-    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source.table_sql))
-    check_source(conn, source, collection)
+    _source_call(conn, "guard_source", source, collection)
+
+
+def _source_call(conn: psycopg.Connection, function: str, source: Source, collection: str | None) -> str:
+    """``pgdedup.<function>`` (check_source or guard_source) on ``source``; its errors as
+    pgdedup's exceptions (PD006: UnsafeOperation, PD007: SourceMissing)."""
+    columns = [*source.text_columns, *([source.partition] if source.partition else [])]
+    with translated():
+        return conn.execute(sql.SQL("SELECT pgdedup.{}(%s, %s, %s, %s, %s, %s)").format(sql.Identifier(function)),
+                            (source.schema, source.table, source.key, source.key_type, columns,
+                             collection)).fetchone()[0]
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],
                    schema: str | None = None, partition_by: str | None = None) -> Source:
     """Check that the table and columns exist, the key type is supported, no text column is
     bytea and the database's encoding is known. A text column of another type (jsonb, integer,
-    an enum, …) is read as its text form (``col::text``).
+    an enum, …) is read as its text form (``col::text``). Whether reading it is safe is
+    ``check_source``'s to say (``guard_source``, before the first read).
 
     Raises:
         PgdedupError: a missing table or column.
         InvalidArgument: an unsupported key type, a bytea text column, a SQL_ASCII database.
-        UnsafeOperation: reading the source could run another role's code (``check_source``).
     """
     if not text_columns:
         raise PgdedupError("at least one text column is needed (--text COLUMN)")
@@ -363,6 +282,4 @@ def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns:
     if partition_by is not None and partition_by in (key, *text_columns):
         raise InvalidArgument(f"the partition column {partition_by!r} is the key or a text column: partition by "
                               "a column of its own (a tenant, a feed)")
-    source = Source(nsp, rel, key, key_type, tuple(text_columns), partition_by)
-    check_source(conn, source)
-    return source
+    return Source(nsp, rel, key, key_type, tuple(text_columns), partition_by)

@@ -23,7 +23,8 @@ class CollectionNotFound(PgdedupError, LookupError):
 
 
 class SourceMissing(PgdedupError, LookupError):
-    """The collection's source table was renamed or dropped; the message says how to go on."""
+    """The collection's source table (or one of its columns) was renamed or dropped; the message
+    says how to go on. SQLSTATE PD007."""
 
 
 class SchemaMismatch(PgdedupError):
@@ -60,7 +61,8 @@ class PermissionDenied(PgdedupError):
 
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
     "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument,
-    "PD004": StaleResults, "PD005": CollectionBusy, "PD006": UnsafeOperation, "42501": PermissionDenied,
+    "PD004": StaleResults, "PD005": CollectionBusy, "PD006": UnsafeOperation, "PD007": SourceMissing,
+    "42501": PermissionDenied,
     "55P03": CollectionBusy,  # lock_not_available: a table lock not had within lock_timeout
 }
 

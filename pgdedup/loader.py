@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
-from .db import Source, connect, guard_source, resolve_dsn, resolve_source
+from .db import Source, check_source, connect, guard_source, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
@@ -434,8 +434,9 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         # server's idle-in-transaction timeout, if set, must not end it while the run works)
         guard.execute("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', '0', false)")
         guard.commit()
+        # the checks are pgdedup's SQL functions: a first run makes the schema, kept only if they pass
+        require_head(writer, dsn, check=lambda conn: check_source(conn, source, name))
         guard_source(guard, source, name)
-        require_head(writer, dsn)
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)

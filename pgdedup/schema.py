@@ -8,6 +8,8 @@ USAGE and table privileges can index and dedupe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 
 from .errors import SchemaMismatch
@@ -21,7 +23,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0023_sketches"
+HEAD = "0024_source_check"
 
 
 def revision(conn: psycopg.Connection) -> str | None:
@@ -32,20 +34,24 @@ def revision(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
-def require_head(conn: psycopg.Connection, dsn: str) -> None:
+def require_head(conn: psycopg.Connection, dsn: str,
+                 check: Callable[[psycopg.Connection], object] | None = None) -> None:
     """Create the schema on ``dsn`` when there is none; refuse to work on one at another revision.
 
     Runtime commands never move an existing schema: an application that carries pgdedup's
     revisions in its own migration history decides when it upgrades (``pgdedup migrate``, or
-    ``pgdedup.migrate(bind, revision)`` from one of its migrations).
+    ``pgdedup.migrate(bind, revision)`` from one of its migrations). ``check`` runs on the
+    migrating connection before the new schema is committed (it may use pgdedup's SQL
+    functions): if it raises, no schema is left behind.
 
     Raises:
         SchemaMismatch: the schema is at another revision than this pgdedup's.
         PermissionDenied: there is no schema and the role may not create it.
+        Whatever ``check`` raises.
     """
     if check_revision(conn) is None:
-        from .alembic_ops import migrate  # alembic is imported only when a migration runs
-        migrate(dsn)
+        from .alembic_ops import migrate_checked  # alembic is imported only when a migration runs
+        migrate_checked(dsn, check)
 
 
 def check_revision(conn: psycopg.Connection) -> str | None:

@@ -594,11 +594,10 @@ def test_views_and_policies_that_would_run_the_owners_code_are_refused(conn, dsn
     assert conn.execute("SELECT count(*) FROM tenant.calls").fetchone()[0] == 0
 
 
-def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(conn, dsn, tenant):
-    """The planner folds an IMMUTABLE function of constants in an index expression (or partial
-    index predicate, extended statistics, CHECK constraint) while planning any read of the
-    table, with the reader's rights."""
-    name, tenant_dsn = tenant
+def _plant_index_function(name: str, tenant_dsn: str) -> None:
+    """The tenant indexes its table on an expression calling its own IMMUTABLE function, which
+    tries to make the tenant a superuser when a superuser runs it (the planner may fold it
+    while planning any read of the table)."""
     with psycopg.connect(tenant_dsn, autocommit=True) as t:
         t.execute(sql.SQL("""CREATE FUNCTION tenant.k() RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
             BEGIN
@@ -608,6 +607,37 @@ def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(c
                 RETURN 1;
             END $$""").format(sql.Identifier(name)))
         t.execute("CREATE INDEX ON tenant.t ((id + tenant.k()))")
+
+
+@pytest.mark.parametrize("call", [
+    "SELECT * FROM pgdedup.find_duplicates('t')",
+    "SELECT * FROM pgdedup.mark_duplicates('t')",
+    "SELECT * FROM pgdedup.update_duplicates('t', p_full => true)",
+    "SELECT pgdedup.prepare_mark_column('t')",
+    "SELECT pgdedup.unmark('t')",
+], ids=["find_duplicates", "mark_duplicates", "update_duplicates", "prepare_mark_column", "unmark"])
+def test_the_sql_functions_check_the_source_as_the_commands_do(conn, dsn, tenant, call):
+    """Revision 24: a superuser calling the functions that read a source from psql is protected
+    like pgdedup's commands. The tenant indexes its table (safe then), plants an index whose
+    expression calls its own function, and the superuser's call is refused before any read."""
+    name, tenant_dsn = tenant
+    pgdedup.migrate(dsn)
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    conn.execute("ALTER TABLE tenant.t ADD COLUMN duplicate_of int")
+    assert conn.execute("SELECT pgdedup.prepare_mark_column('t')").fetchone()[0]
+    _plant_index_function(name, tenant_dsn)
+    with pytest.raises(psycopg.Error, match=f"reading tenant.t runs function tenant.k\\(\\), which {name} made") as info:
+        conn.execute(call)
+    assert info.value.sqlstate == "PD006"
+    assert not _is_superuser(conn, name)
+
+
+def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(conn, dsn, tenant):
+    """The planner folds an IMMUTABLE function of constants in an index expression (or partial
+    index predicate, extended statistics, CHECK constraint) while planning any read of the
+    table, with the reader's rights."""
+    name, tenant_dsn = tenant
+    _plant_index_function(name, tenant_dsn)
     one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn),
                    "function tenant.k()", f"which {name} made")
     assert not _is_superuser(conn, name)
