@@ -72,8 +72,11 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
 
     A downgrade uses it to put back the functions a later revision replaced, from the one file
     that defines them, instead of a copy; so every ``CREATE FUNCTION`` comes back as ``CREATE OR
-    REPLACE FUNCTION`` (the function exists at that point). Raises ValueError if a function is
-    not defined there.
+    REPLACE FUNCTION`` (the function exists at that point). Revision 24 renamed five functions
+    ``<name>_unchecked`` behind guarding wrappers of the old names: a later revision that
+    redefines one of them from an older file replaces the wrapper, so it must redefine the
+    ``_unchecked`` body instead (tests/test_security.py checks that every wrapper still guards).
+    Raises ValueError if a function is not defined there.
     """
     text = read_sql(name)
     statements = []
@@ -86,7 +89,8 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
             end = text.index(";", text.index("$$", body_open + 2)) + 1
             statements.append(re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION",
                                      text[create.start():end]))
-        statements += re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
+        statements += [alter for alter in re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
+                       if " RENAME TO " not in alter]  # a rename is the revision's move, not the definition
     return "\n".join(statements)
 
 
@@ -189,7 +193,7 @@ def migrate_checked(dsn: str, check: Callable[[psycopg.Connection], object] | No
     """
     engine = engine_for(dsn)
     try:
-        with engine.begin() as conn:
+        with translated(), engine.begin() as conn:  # (the commit's errors translated too)
             migrate(conn)
             if check is not None:
                 check(conn.connection.driver_connection)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import psycopg
@@ -56,13 +57,17 @@ def connect(dsn: str | None = None, **kwargs: object) -> psycopg.Connection:
 
 def pin_session(conn: psycopg.Connection) -> None:
     """Pin ``search_path`` to ``SAFE_SEARCH_PATH`` (remembering the user's schemas for name
-    lookups) and let the server notice a vanished client during long queries.
+    lookups), run transactions READ COMMITTED whatever the server's default (``check_source``
+    refuses another role's tables in a transaction whose snapshot may be older than the lock)
+    and let the server notice a vanished client during long queries.
 
     Why: pgdedup runs as owners and superusers; with the user's search_path, a function another
     role created in ``public`` could be picked instead of a built-in one and run with their rights.
     """
     _user_schemas[conn] = conn.execute("SELECT pg_catalog.current_schemas(false)").fetchone()[0]
     conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (SAFE_SEARCH_PATH,))
+    # the source checks read the catalogs through the snapshot: a fresh one per statement
+    conn.execute("SELECT pg_catalog.set_config('default_transaction_isolation', 'read committed', false)")
     if conn.info.server_version >= 140000:
         conn.execute("SELECT pg_catalog.set_config('client_connection_check_interval', %s, false)",
                      (CLIENT_CHECK_INTERVAL,))
@@ -242,12 +247,15 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
 
 def _source_call(conn: psycopg.Connection, function: str, source: Source, collection: str | None) -> str:
     """``pgdedup.<function>`` (check_source or guard_source) on ``source``; its errors as
-    pgdedup's exceptions (PD006: UnsafeOperation, PD007: SourceMissing)."""
+    pgdedup's exceptions (PD006: UnsafeOperation, PD007: SourceMissing). Inside an open
+    transaction (a caller's, often) it runs in a savepoint, so a refusal leaves the transaction
+    usable; a lock it took stays with the transaction."""
     columns = [*source.text_columns, *([source.partition] if source.partition else [])]
-    with translated():
-        return conn.execute(sql.SQL("SELECT pgdedup.{}(%s, %s, %s, %s, %s, %s)").format(sql.Identifier(function)),
-                            (source.schema, source.table, source.key, source.key_type, columns,
-                             collection)).fetchone()[0]
+    query = sql.SQL("SELECT pgdedup.{}(%s, %s, %s, %s, %s, %s)").format(sql.Identifier(function))
+    args = (source.schema, source.table, source.key, source.key_type, columns, collection)
+    inside = conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    with translated(), (conn.transaction() if inside else nullcontext()):
+        return conn.execute(query, args).fetchone()[0]
 
 
 def resolve_source(conn: psycopg.Connection, table: str, key: str, text_columns: list[str] | tuple[str, ...],

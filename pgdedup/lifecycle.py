@@ -26,6 +26,8 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
     Raises:
         CollectionNotFound: no such collection.
         CollectionBusy: another run (index, dedupe, ...) holds the collection.
+        UnsafeOperation: ``unmark`` and reading the marking column (or the key) could run
+            another role's code (``db.check_source``); or the column is not pgdedup's.
     """
     with translated(), session(dsn, f"pgdedup drop {name}") as s:
         untracked = get(s.conn, name).tracked and s.owned  # (on a caller's connection: one transaction anyway)
@@ -53,6 +55,8 @@ def unmark(name: str, *, dsn: Db = None) -> int:
     Raises:
         CollectionNotFound: no such collection.
         CollectionBusy: another run holds the collection.
+        UnsafeOperation: reading the marking column (or the key) could run another role's code
+            (``db.check_source``), or the column is not the one pgdedup marked.
     """
     with translated(), session(dsn, f"pgdedup unmark {name}") as s:
         get(s.conn, name)

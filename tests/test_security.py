@@ -632,6 +632,70 @@ def test_the_sql_functions_check_the_source_as_the_commands_do(conn, dsn, tenant
     assert not _is_superuser(conn, name)
 
 
+@pytest.mark.parametrize("call", ["SELECT pgdedup.unmark('t')", "SELECT * FROM pgdedup.mark_duplicates('t')",
+                                  "SELECT pgdedup.drop_collection('t', true)"],
+                         ids=["unmark", "mark_duplicates", "drop_collection"])
+def test_a_marking_column_made_again_of_the_owners_type_is_never_read(conn, dsn, tenant, call):
+    """The owner drops the marking column and adds it back with a type of its own (with a cast
+    to text) holding the same marks: unmarking and marking read it through that cast, so both
+    refuse it (before revision 24 neither side checked the marking column)."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    conn.execute("SELECT * FROM pgdedup.mark_duplicates('t')")
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t DROP COLUMN duplicate_of")
+        t.execute("ALTER TABLE tenant.t ADD COLUMN duplicate_of tenant.evil")
+    with pytest.raises(psycopg.Error, match=f"column 'duplicate_of' of tenant.t has type tenant.evil, made by {name}") as info:
+        conn.execute(call)
+    assert info.value.sqlstate == "PD006"
+    assert not _is_superuser(conn, name)
+
+
+def test_a_repeatable_read_snapshot_older_than_the_owners_change_is_refused(conn, dsn, tenant):
+    """The checks read the catalogs through the transaction's snapshot: in REPEATABLE READ, an
+    index the owner made after the snapshot was invisible to them while the planner used it.
+    Such a transaction is refused for another role's table; READ COMMITTED sees the index."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as su:
+        su.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        su.execute("SELECT 1")  # the snapshot
+        _plant_index_function(name, tenant_dsn)
+        with pytest.raises(psycopg.Error, match="in a REPEATABLE READ transaction: tenant.t belongs to") as info:
+            su.execute("SELECT * FROM pgdedup.find_duplicates('t')")
+        assert info.value.sqlstate == "PD006"
+    assert not _is_superuser(conn, name)
+    one_line_error(cli("dedupe", "t", "--dsn", dsn), "function tenant.k()", f"which {name} made")
+
+
+def test_a_refused_source_leaves_the_callers_transaction_usable(conn, dsn, tenant):
+    """The check is a SQL function now; on a caller's connection it runs in a savepoint, so a
+    refusal raises without aborting the application's transaction."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    _plant_index_function(name, tenant_dsn)
+    with psycopg.connect(dsn) as app:
+        app.execute("CREATE TEMP TABLE app_work (x int)")
+        with pytest.raises(pgdedup.UnsafeOperation, match="function tenant.k()"):
+            pgdedup.dedupe("t", alter=False, dsn=app)
+        app.execute("INSERT INTO app_work VALUES (1)")  # still usable
+        assert app.execute("SELECT count(*) FROM app_work").fetchone()[0] == 1
+    assert not _is_superuser(conn, name)
+
+
+def test_every_guarded_sql_function_still_guards(conn, dsn):
+    """Revision 24's wrappers carry the check; a later revision that redefined one of them from
+    an older file would drop it silently (alembic_ops.function_definitions)."""
+    pgdedup.migrate(dsn)
+    bodies = dict(conn.execute(
+        "SELECT p.proname, p.prosrc FROM pg_proc p WHERE p.pronamespace = 'pgdedup'::regnamespace "
+        "AND p.proname IN ('find_duplicates', 'mark_duplicates', 'update_duplicates', 'prepare_mark_column', "
+        "'unmark')").fetchall())
+    assert len(bodies) == 5
+    for name, body in bodies.items():
+        assert "pgdedup.guard_" in body and f"pgdedup.{name}_unchecked(" in body, name
+
+
 def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(conn, dsn, tenant):
     """The planner folds an IMMUTABLE function of constants in an index expression (or partial
     index predicate, extended statistics, CHECK constraint) while planning any read of the
