@@ -229,7 +229,7 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
     return _source_call(conn, "check_source", source, collection)
 
 
-def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> None:
+def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
     """``check_source`` under the source's ACCESS SHARE lock (``pgdedup.guard_source``), taken
     first in ``conn``'s current transaction and held to its end: ALTER TABLE, which any change
     ``check_source`` looks for needs, then waits for that transaction. Without the lock, an
@@ -237,12 +237,13 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     owner's code (a change not yet committed at the check is waited for by the lock and then
     seen). Every transaction that reads the source calls it, or runs while one that did is open
     (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
-    foreign table is checked without a lock (LOCK TABLE refuses them).
+    foreign table is checked without a lock (LOCK TABLE refuses them). Returns the source's
+    ``relkind``, as ``check_source``.
 
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
-    _source_call(conn, "guard_source", source, collection)
+    return _source_call(conn, "guard_source", source, collection)
 
 
 def _source_call(conn: psycopg.Connection, function: str, source: Source, collection: str | None) -> str:

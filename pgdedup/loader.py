@@ -436,7 +436,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         guard.commit()
         # the checks are pgdedup's SQL functions: a first run makes the schema, kept only if they pass
         require_head(writer, dsn, check=lambda conn: check_source(conn, source, name))
-        guard_source(guard, source, name)
+        partitioned = guard_source(guard, source, name) == "p"
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)
@@ -444,7 +444,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         try:
             with writer.transaction():
                 coll = collections.settle(writer, coll, source, params, reindex)
-            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full, client)
+            result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full or partitioned, client)
             with writer.transaction():
                 writer.execute(
                     "UPDATE pgdedup.collections SET rows_indexed = CASE WHEN %s THEN %s ELSE (SELECT count(*) "
@@ -465,8 +465,10 @@ def _cluster(scheduler: str | None) -> AbstractContextManager["Client | None"]:
 
 def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, source: Source, chunk_size: int,
          progress: bool | None, workers: int | None, t0: float, full: bool, client: "Client | None") -> IndexResult:
-    """The locked part of an index run: from the queue of a tracked collection, else by comparing
-    every row (forget vanished rows, sign new and changed ones)."""
+    """The locked part of an index run: from the queue of a tracked collection, else (or with
+    ``full``) by comparing every row (forget vanished rows, sign new and changed ones). ``index``
+    asks for ``full`` on a partitioned source too: its tracking triggers sit on the partitioned
+    table and see the writes made through it, not those addressed to a partition directly."""
     seqs, needs_full = tracking.queue_state(writer, coll.id) if coll.tracked else ([], False)
     if coll.tracked and not (full or needs_full or coll.rows_indexed == 0):
         return _run_queue(writer, coll, source, chunk_size, progress, t0, len(seqs))

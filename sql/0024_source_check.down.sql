@@ -15,4 +15,5 @@ DROP FUNCTION pgdedup.guard_marking(text, text);
 DROP FUNCTION pgdedup.guard_collection_source(text, text, boolean, boolean);
 DROP FUNCTION pgdedup.has_column(text, text, text);
 DROP FUNCTION pgdedup.guard_source(text, text, text, text, text[], text);
+DROP FUNCTION pgdedup.lock_source(text, text);
 DROP FUNCTION pgdedup.check_source(text, text, text, text, text[], text);

@@ -28,9 +28,9 @@
 -- Whether reading p_schema.p_table (the key, p_columns) could run code another non-superuser
 -- role controls, with the current role's rights; raises if so (PD006), or if the relation or a
 -- column is missing (PD007). Returns the relation's relkind. What is checked:
---   * each column read (the key, p_columns) has a type (a domain: its base type) owned by a
---     superuser or by the current role: a cast from a type its owner made runs that owner's
---     function;
+--   * each column read (the key, p_columns) has a type (a domain: and every type under it)
+--     owned by a superuser or by the current role: a cast from a type its owner made runs that
+--     owner's function, and so does a domain's CHECK when the column is written;
 --   * a view is owned by a superuser or the current role, and so are the functions and
 --     operators of the views it reads, and those of the indexes, extended statistics and CHECK
 --     constraints of every relation read (partitions and inheritance children included): the
@@ -84,7 +84,7 @@ BEGIN
             SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = r.oid) x
     )
     SELECT array_agg(r.oid) INTO rels FROM r;
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN  -- (RU runs as RC)
         SELECT c.oid::regclass::text AS what, o.rolname AS owner INTO bad
           FROM unnest(rels) AS u(oid) JOIN pg_class c ON c.oid = u.oid JOIN pg_roles o ON o.oid = c.relowner
          WHERE NOT o.rolsuper AND o.rolname <> current_user LIMIT 1;
@@ -128,13 +128,20 @@ BEGIN
             label USING ERRCODE = 'PD006';
     END IF;
     FOREACH col IN ARRAY array_remove(p_key || p_columns, NULL) LOOP
-        SELECT a.atttypid::regtype::text AS type_name, o.rolname AS owner, o.rolsuper OR o.rolname = current_user AS ok
-          INTO typ
-          FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-          JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-          JOIN pg_roles o ON o.oid = b.typowner
-         WHERE a.attrelid = rel.oid AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-        IF NOT FOUND THEN
+        -- the column's type and, for a domain, every type under it: any may run its owner's
+        -- code (a cast from a base type, a domain's CHECK when the column is written)
+        WITH RECURSIVE chain(oid) AS (
+            SELECT a.atttypid FROM pg_attribute a
+            WHERE a.attrelid = rel.oid AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped
+            UNION
+            SELECT t.typbasetype FROM chain JOIN pg_type t ON t.oid = chain.oid WHERE t.typtype = 'd'
+        )
+        SELECT (SELECT a.atttypid::regtype::text FROM pg_attribute a
+                WHERE a.attrelid = rel.oid AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped) AS type_name,
+               (SELECT o.rolname FROM chain JOIN pg_type t ON t.oid = chain.oid JOIN pg_roles o ON o.oid = t.typowner
+                WHERE NOT o.rolsuper AND o.rolname <> current_user LIMIT 1) AS owner
+          INTO typ;
+        IF typ.type_name IS NULL THEN
             RAISE EXCEPTION '%', format('column %s of the source table %s%s does not exist any more%s',
                                         quote_literal(col), label, of, restart) USING ERRCODE = 'PD007';
         END IF;
@@ -142,7 +149,7 @@ BEGIN
             RAISE EXCEPTION 'the key column % of % is % now, not % as when it was indexed: drop the collection and index it again',
                 quote_literal(col), label, typ.type_name, p_key_type USING ERRCODE = 'PD006';
         END IF;
-        IF NOT typ.ok THEN
+        IF typ.owner IS NOT NULL THEN
             RAISE EXCEPTION 'column % of % has type %, made by %: its text form may run that role''s code with your rights; run pgdedup as %',
                 quote_literal(col), label, typ.type_name, typ.owner, typ.owner USING ERRCODE = 'PD006';
         END IF;
@@ -150,17 +157,35 @@ BEGIN
     RETURN rel.relkind;
 END $$;
 
--- check_source under the source's ACCESS SHARE lock, taken first and held to the end of the
--- transaction: ALTER TABLE, which every change check_source looks for needs, waits for it. A
--- materialized view or a foreign table is checked without a lock (LOCK TABLE refuses them).
+-- The source's ACCESS SHARE lock, taken first and held to the end of the transaction: ALTER
+-- TABLE, which every change check_source looks for needs, waits for it. A materialized view or a
+-- foreign table cannot be locked (LOCK TABLE refuses them): one that another non-superuser role
+-- owns is refused, since its owner could change it between the check and the read.
+CREATE FUNCTION pgdedup.lock_source(p_schema text, p_table text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    rel record;
+BEGIN
+    SELECT c.relkind, o.rolname AS owner, o.rolsuper OR o.rolname = current_user AS trusted INTO rel
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_roles o ON o.oid = c.relowner
+     WHERE n.nspname = p_schema AND c.relname = p_table;
+    IF NOT FOUND THEN
+        RETURN;  -- (check_source says so)
+    ELSIF rel.relkind IN ('r', 'p', 'v') THEN
+        EXECUTE format('LOCK TABLE %I.%I IN ACCESS SHARE MODE', p_schema, p_table);
+    ELSIF NOT rel.trusted THEN
+        RAISE EXCEPTION '%.% is a % owned by %: it cannot be locked while it is checked and read, so its owner could change it in between; run pgdedup as %',
+            p_schema, p_table, CASE rel.relkind WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' ELSE 'relation' END,
+            rel.owner, rel.owner USING ERRCODE = 'PD006';
+    END IF;
+END $$;
+
+-- check_source under the source's lock (lock_source).
 CREATE FUNCTION pgdedup.guard_source(p_schema text, p_table text, p_key text, p_key_type text, p_columns text[],
                                      p_collection text DEFAULT NULL) RETURNS "char"
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF (SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = p_schema AND c.relname = p_table) IN ('r', 'p', 'v') THEN
-        EXECUTE format('LOCK TABLE %I.%I IN ACCESS SHARE MODE', p_schema, p_table);
-    END IF;
+    PERFORM pgdedup.lock_source(p_schema, p_table);
     RETURN pgdedup.check_source(p_schema, p_table, p_key, p_key_type, p_columns, p_collection);
 END $$;
 
@@ -186,18 +211,16 @@ DECLARE
     columns text[];
 BEGIN
     SELECT * INTO c FROM pgdedup.collections WHERE collection_id = pgdedup.collection_id(p_collection);
+    IF p_lock THEN  -- first: which columns exist is read under the lock (a change committed while
+        PERFORM pgdedup.lock_source(c.source_schema, c.source_table);  -- it waited is seen)
+    END IF;
     columns := CASE WHEN p_text THEN array_remove(c.text_columns || c.partition_by, NULL) ELSE '{}' END;
     IF p_mark IS NOT NULL AND pgdedup.has_column(c.source_schema, c.source_table, p_mark) THEN
         columns := columns || p_mark;
     END IF;
     key := CASE WHEN p_text OR pgdedup.has_column(c.source_schema, c.source_table, c.key_column) THEN c.key_column END;
-    IF p_lock THEN
-        PERFORM pgdedup.guard_source(c.source_schema, c.source_table, key, CASE WHEN p_text THEN c.key_type END,
-                                     columns, c.name);
-    ELSE
-        PERFORM pgdedup.check_source(c.source_schema, c.source_table, key, CASE WHEN p_text THEN c.key_type END,
-                                     columns, c.name);
-    END IF;
+    PERFORM pgdedup.check_source(c.source_schema, c.source_table, key, CASE WHEN p_text THEN c.key_type END,
+                                 columns, c.name);
 END $$;
 
 -- The guard of a run that marks column p_column: under the lock if the column exists; if it is

@@ -651,6 +651,58 @@ def test_a_marking_column_made_again_of_the_owners_type_is_never_read(conn, dsn,
     assert not _is_superuser(conn, name)
 
 
+def test_a_marking_column_turned_into_the_owners_domain_is_never_written(conn, dsn, tenant):
+    """The column keeps its place (pgdedup's own, by its identity), but its type becomes the
+    owner's domain over the key type, whose CHECK runs the owner's function on every write."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    conn.execute("SELECT * FROM pgdedup.mark_duplicates('t')")
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute(sql.SQL("""CREATE FUNCTION tenant.ok(int) RETURNS boolean LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE {} SUPERUSER';
+                END IF;
+                RETURN true;
+            END $$""").format(sql.Identifier(name)))
+        t.execute("CREATE DOMAIN tenant.mk AS integer CHECK (tenant.ok(VALUE))")
+        t.execute("ALTER TABLE tenant.t ALTER COLUMN duplicate_of TYPE tenant.mk")
+    for call in ("SELECT pgdedup.unmark('t')", "SELECT * FROM pgdedup.mark_duplicates('t')"):
+        with pytest.raises(psycopg.Error, match=f"column 'duplicate_of' of tenant.t has type tenant.mk, made by {name}"):
+            conn.execute(call)
+    assert not _is_superuser(conn, name)
+
+
+def test_a_marking_column_re_added_while_unmark_waits_for_the_table_is_checked(conn, dsn, tenant):
+    """Which columns to check is read once the table's lock is granted: a column the owner
+    re-adds (with a type of their own) in a transaction the lock waits for is seen and refused."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    conn.execute("SELECT * FROM pgdedup.mark_duplicates('t')")
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("ALTER TABLE tenant.t DROP COLUMN duplicate_of")
+    with psycopg.connect(tenant_dsn) as t:
+        t.execute("ALTER TABLE tenant.t ADD COLUMN duplicate_of tenant.evil")
+        run = cli_background("unmark", "t", "--dsn", dsn)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgdedup unmark t' "
+                       "AND wait_event_type = 'Lock')", run=run)
+        t.commit()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 1 and "tenant.evil" in err and len(err.strip().splitlines()) == 1, err
+    assert not _is_superuser(conn, name)
+
+
+def test_another_roles_materialized_view_is_refused(conn, dsn, tenant):
+    """A materialized view cannot be locked while it is checked and read: its owner could add an
+    index calling their function in between. One another non-superuser role owns is refused."""
+    name, tenant_dsn = tenant
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("CREATE MATERIALIZED VIEW tenant.mv AS SELECT id, body FROM tenant.t")
+    with pytest.raises(pgdedup.UnsafeOperation, match=f"tenant.mv is a materialized view owned by {name}"):
+        pgdedup.index("tenant.mv", "id", ["body"], dsn=dsn, progress=False)
+    assert not _is_superuser(conn, name)
+
+
 def test_a_repeatable_read_snapshot_older_than_the_owners_change_is_refused(conn, dsn, tenant):
     """The checks read the catalogs through the transaction's snapshot: in REPEATABLE READ, an
     index the owner made after the snapshot was invisible to them while the planner used it.
@@ -664,6 +716,10 @@ def test_a_repeatable_read_snapshot_older_than_the_owners_change_is_refused(conn
         with pytest.raises(psycopg.Error, match="in a REPEATABLE READ transaction: tenant.t belongs to") as info:
             su.execute("SELECT * FROM pgdedup.find_duplicates('t')")
         assert info.value.sqlstate == "PD006"
+    with psycopg.connect(dsn) as su:  # READ UNCOMMITTED runs as READ COMMITTED: checked, refused for the index
+        su.execute("BEGIN ISOLATION LEVEL READ UNCOMMITTED")
+        with pytest.raises(psycopg.Error, match="reading tenant.t runs function tenant.k"):
+            su.execute("SELECT * FROM pgdedup.find_duplicates('t')")
     assert not _is_superuser(conn, name)
     one_line_error(cli("dedupe", "t", "--dsn", dsn), "function tenant.k()", f"which {name} made")
 
