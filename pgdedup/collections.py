@@ -153,7 +153,8 @@ def _refuse_marks_left_behind(conn: psycopg.Connection, existing: Collection) ->
     no command could reach them afterwards (``unmark`` clears the collection's current table).
 
     Raises:
-        UnsafeOperation: the old table still exists, is a table, and its marking column holds marks.
+        UnsafeOperation: the old table still exists, is a table, and its marking column holds
+            marks; or reading it could run another role's code (``db.check_source``).
     """
     column = conn.execute("SELECT mark_column FROM pgdedup.collections WHERE collection_id = %s",
                           (existing.id,)).fetchone()[0]
@@ -163,6 +164,8 @@ def _refuse_marks_left_behind(conn: psycopg.Connection, existing: Collection) ->
             "WHERE c.oid = pgdedup.relation_of(%s, %s) AND c.relkind IN ('r', 'p') AND a.attname = %s "
             "AND NOT a.attisdropped)", (old.schema, old.table, column)).fetchone()[0]:
         return
+    # the old table is read: checked as unmark checks it (the collection still records it), locked
+    conn.execute("SELECT pgdedup.guard_collection_source(%s, %s, false)", (existing.name, column))
     if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} IS NOT NULL)").format(
             old.table_sql, sql.Identifier(column))).fetchone()[0]:
         raise UnsafeOperation(f"collection {existing.name!r} has marks in {old.label}.{column}: clear them first "

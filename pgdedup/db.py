@@ -207,8 +207,8 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
 
     - A text or partition column is read as ``col::text``: a cast from a type its owner made
       (a composite, an enum, a domain over one) runs that owner's function. So every such
-      column's type (a domain's: its base type's) must be owned by a superuser (the built-in
-      types, those of extensions) or by the current role.
+      column's type (a domain: every type under it too) must be owned by a superuser (the
+      built-in types, those of extensions) or by the current role.
     - A view runs the functions and operators it calls (and those of the views it reads) with the
       reader's rights: each must be owned by a superuser or the current role, and so must the
       views. So must the functions and operators of the indexes, extended statistics and CHECK
@@ -218,6 +218,8 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
       (pgdedup's results stand for every row) and run their expressions with its rights.
     - The key must still have the type it was indexed with (one of ``KEY_TYPES``): stored keys
       are cast back to it.
+    - In a transaction other than READ COMMITTED, every relation read must belong to a
+      superuser or the current role: the catalogs are read through the transaction's snapshot.
 
     ``collection`` (the name of the collection whose source this is) goes into the messages.
     Returns the source's ``relkind`` (``r`` a table, ``p`` a partitioned one, ``v`` a view, ...).
@@ -237,8 +239,9 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     owner's code (a change not yet committed at the check is waited for by the lock and then
     seen). Every transaction that reads the source calls it, or runs while one that did is open
     (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
-    foreign table is checked without a lock (LOCK TABLE refuses them). Returns the source's
-    ``relkind``, as ``check_source``.
+    foreign table cannot be locked (LOCK TABLE refuses them): one another non-superuser role
+    owns is refused, any other is checked without a lock. Returns the source's ``relkind``, as
+    ``check_source``.
 
     Raises:
         SourceMissing, UnsafeOperation: as ``check_source``.

@@ -92,10 +92,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                     f"the marking column {coll.source.label}.{column} does not exist; declare it in your model or "
                     "migration (the key's type, nullable), or call dedupe with a DSN or Engine so pgdedup adds it "
                     "in a short transaction of its own")
-            # prepare_mark_column reads an existing column; one it adds takes ACCESS EXCLUSIVE first
-            # instead (holding ACCESS SHARE before that, two such runs could deadlock)
-            if exists:
-                guard_source(conn, coll.source, name)
+            # (it guards the source itself: under the lock for an existing column, without it for
+            # one it adds, then again under ALTER's lock; sql/0024_source_check.sql)
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             s.commit()  # the column (if added) and its brief table lock: done
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))

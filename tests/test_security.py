@@ -692,6 +692,22 @@ def test_a_marking_column_re_added_while_unmark_waits_for_the_table_is_checked(c
     assert not _is_superuser(conn, name)
 
 
+def test_reindex_onto_another_table_checks_the_table_it_leaves_before_reading_it(conn, dsn, tenant):
+    """Moving a collection to another table first reads the old one's marking column (marks left
+    behind are refused): that read is checked like unmark's, so the old table's index function
+    is refused instead of run."""
+    name, tenant_dsn = tenant
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    conn.execute("SELECT * FROM pgdedup.mark_duplicates('t')")
+    _plant_index_function(name, tenant_dsn)
+    conn.execute("CREATE TABLE public.other (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO public.other VALUES (1, 'a text of its own')")
+    with pytest.raises(pgdedup.UnsafeOperation, match=f"reading tenant.t runs function tenant.k\\(\\), which {name} made"):
+        pgdedup.index("public.other", "id", ["body"], name="t", reindex=True, dsn=dsn, progress=False)
+    assert not _is_superuser(conn, name)
+    assert conn.execute("SELECT source_table FROM pgdedup.collections WHERE name = 't'").fetchone()[0] == "t"
+
+
 def test_another_roles_materialized_view_is_refused(conn, dsn, tenant):
     """A materialized view cannot be locked while it is checked and read: its owner could add an
     index calling their function in between. One another non-superuser role owns is refused."""
