@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections.abc import Iterator
 
 import psycopg
@@ -18,6 +19,13 @@ from psycopg.conninfo import make_conninfo
 from pgdedup.localpg import LocalPostgres
 
 _counter = itertools.count()
+
+# A suite started in the background by a non-interactive shell (``pytest &``, some CI runners)
+# inherits Ctrl-C as *ignored*, and so would every CLI process it starts (Python keeps an
+# ignored SIGINT ignored): the Ctrl-C tests would then test nothing but that. Run as from a
+# terminal, where Ctrl-C interrupts.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
