@@ -56,9 +56,17 @@ def sign_texts(texts: Iterable[str | None], params: Params | None = None,
     normalised = [normalise(t) for t in texts]
     feats = features(normalised, params.spec, params.seed)
     sig = signatures(feats, params.num_perm, params.seed)
-    hashes = np.fromiter(map(text_hash, normalised), dtype=np.int64, count=len(normalised))
     buckets = band_buckets(sig, params.bands, params.rows, params.seed)
-    if partitions is not None:
-        salts = partition_salts(partitions)
-        hashes, buckets = salted(hashes, salts), salted(buckets, salts[:, None])
+    salts = None if partitions is None else partition_salts(partitions)
+    hashes = text_hashes(normalised, salts)
+    if salts is not None:
+        buckets = salted(buckets, salts[:, None])
     return SignedChunk(text_hashes=hashes, feature_counts=feats.distinct_counts(), signatures=sig, buckets=buckets)
+
+
+def text_hashes(normalised: Sequence[str], salts: np.ndarray | None = None) -> np.ndarray:
+    """The stored text hash of each normalised text: xxh3, salted with its partition value's
+    salt (``hashing.partition_salts``) when the collection is partitioned. Equal hashes mean the
+    same text, so the same feature set (to 64 bits)."""
+    hashes = np.fromiter(map(text_hash, normalised), dtype=np.int64, count=len(normalised))
+    return hashes if salts is None else salted(hashes, salts)
