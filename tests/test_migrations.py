@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import psycopg
@@ -13,7 +15,8 @@ from sqlalchemy.engine import URL
 
 import pgdedup
 
-from clirun import cli, one_line_error
+from clirun import cli, cli_background, one_line_error
+from crashes import wait_for
 from pgdedup.alembic_ops import current_revision, engine_for
 from pgdedup.schema import HEAD
 
@@ -64,11 +67,16 @@ def test_data_survives_upgrade_from_first_revision(conn, dsn):
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 1.0
 
 
-def test_signatures_become_sketches_and_back(conn, dsn):
-    """Revision 23 converts stored int4[] signatures in place to the low 16 bits of each value
-    (oracle: the bits written out by hand); estimates between converted rows are the agreement
-    of those bits. Its downgrade gives back int4[] of the 16-bit values, clears the rows' md5
-    and queues "every row" for a tracked collection, so the next index signs every row again."""
+#: Revision 22's int4[] signatures of three rows (74565 = 0x12345), and their revision-23 sketches
+#: written out by hand: the low 16 bits of each value.
+INT_SIGNATURES = {"1": [1, -1, 65536, 74565], "2": [65537, -65536, 0, 74565], "3": []}
+SKETCHES = {"1": "0000000000000001" "1111111111111111" "0000000000000000" "0010001101000101",
+            "2": "0000000000000001" "0000000000000000" "0000000000000000" "0010001101000101",
+            "3": ""}
+
+
+def _revision_22_signatures(conn, dsn: str) -> None:
+    """A schema at revision 22 holding ``INT_SIGNATURES`` for a table t of three rows."""
     pgdedup.migrate(dsn, "0022_unmark")
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, '')")
@@ -77,16 +85,20 @@ def test_signatures_become_sketches_and_back(conn, dsn):
                        "algorithm) VALUES ('t', 'public', 't', 'id', '{body}', 'integer', 4, 2, 2, 0.8, 0.8, 1, 5, "
                        "'word', 1) "
                        "RETURNING collection_id").fetchone()[0]
-    values = {"1": [1, -1, 65536, 74565], "2": [65537, -65536, 0, 74565], "3": []}  # 74565 = 0x12345
-    for key, sig in values.items():
+    for key, sig in INT_SIGNATURES.items():
         conn.execute("INSERT INTO pgdedup.signatures (collection_id, row_key, row_id, source_md5, text_hash, "
                      "feature_count, signature, buckets) VALUES (%s, %s, %s, md5(%s)::uuid, %s, %s, %s::int[], '{}')",
                      (cid, key, int(key), key, int(key), len(sig), sig))
+
+
+def test_signatures_become_sketches_and_back(conn, dsn):
+    """Revision 23 converts stored int4[] signatures in place to the low 16 bits of each value
+    (oracle: the bits written out by hand); estimates between converted rows are the agreement
+    of those bits. Its downgrade gives back int4[] of the 16-bit values, clears the rows' md5
+    and queues "every row" for a tracked collection, so the next index signs every row again."""
+    _revision_22_signatures(conn, dsn)
     pgdedup.migrate(dsn, "0023_sketches")
-    stored = dict(conn.execute("SELECT row_key, signature::text FROM pgdedup.signatures").fetchall())
-    assert stored == {"1": "0000000000000001" "1111111111111111" "0000000000000000" "0010001101000101",
-                      "2": "0000000000000001" "0000000000000000" "0000000000000000" "0010001101000101",
-                      "3": ""}
+    assert dict(conn.execute("SELECT row_key, signature::text FROM pgdedup.signatures").fetchall()) == SKETCHES
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '2')").fetchone()[0] == 0.75
     assert conn.execute("SELECT pgdedup.similarity('t', '1', '3')").fetchone()[0] == 0.0
     assert conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'pgdedup.status'::regclass").fetchone()[0] == [
@@ -106,6 +118,32 @@ def test_signatures_become_sketches_and_back(conn, dsn):
     assert "to_regclass" in conn.execute("SELECT pg_get_viewdef('pgdedup.status')").fetchone()[0]
     assert conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'pgdedup.status'::regclass").fetchone()[0] == [
         "security_invoker=true"]
+
+
+def test_kill_9_during_the_sketch_conversion_leaves_revision_22_whole(conn, dsn):
+    """``pgdedup migrate`` killed (SIGKILL) inside revision 23, while its ALTER of the signatures
+    waits for a reader's lock: its transaction never commits, the schema stays at revision 22
+    with every int4[] signature as it was, and a second migrate converts them all."""
+    _revision_22_signatures(conn, dsn)
+    reader = psycopg.connect(dsn)
+    reader.execute("SELECT count(*) FROM pgdedup.signatures")  # holds ACCESS SHARE: the ALTER waits
+    try:
+        run = cli_background("migrate", "--dsn", dsn)
+        # (the file is sent as one query; pg_stat_activity shows its first KB, the file's header)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE '%%pgdedup schema, version 23%%')", run=run)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+    finally:
+        reader.rollback()
+        reader.close()
+    wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE query LIKE '%%pgdedup schema, version 23%%' "
+                    "AND pid <> pg_backend_pid())")
+    assert current_revision(dsn) == "0022_unmark"
+    assert dict(conn.execute("SELECT row_key, signature FROM pgdedup.signatures").fetchall()) == INT_SIGNATURES
+    assert conn.execute("SELECT to_regprocedure('pgdedup.sketch(integer[])')").fetchone()[0] is None
+    assert cli("migrate", "--dsn", dsn).returncode == 0
+    assert dict(conn.execute("SELECT row_key, signature::text FROM pgdedup.signatures").fetchall()) == SKETCHES
 
 
 def test_app_alembic_version_untouched(conn, dsn):

@@ -494,6 +494,43 @@ def test_readers_are_not_blocked_while_a_first_dedupe_runs(conn, dsn, items):
     assert conn.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] == 8 * 3
 
 
+#: pgdedup.mark_duplicates called from a session of its own, as from psql (argv: dsn, collection, column).
+SQL_MARK = ("import sys, psycopg; conn = psycopg.connect(sys.argv[1], application_name='pgdedup dedupe ' + sys.argv[2]); "
+            "conn.execute('SELECT * FROM pgdedup.mark_duplicates(%s, p_column => %s)', sys.argv[2:]); conn.commit()")
+
+
+@pytest.mark.parametrize("way", ["cli", "sql"])
+def test_two_runs_adding_their_own_columns_to_one_table_do_not_deadlock(conn, dsn, items, way):
+    """Two collections of one table, two CLI runs each adding its own marking column while
+    another session holds the table: both runs queue, and neither holds a lock the other's
+    ALTER waits for (each adds its column before it locks the table to read it; had both taken
+    ACCESS SHARE first, both would get it when the table is free and then wait for each other's
+    ALTER), so no deadlock is found past deadlock_timeout; both finish with the same marks."""
+    pgdedup.index("items", "id", ["title", "body"], name="items2", dsn=dsn, progress=False)
+    holder = psycopg.connect(dsn)
+    holder.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+    runs = []
+    try:
+        runs = [cli_background("dedupe", name, "--column", column, "--dsn", dsn) if way == "cli" else
+                subprocess.Popen([sys.executable, "-c", SQL_MARK, dsn, name, column], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+                for name, column in (("items", "mark_a"), ("items2", "mark_b"))]
+        wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name "
+                        "LIKE 'pgdedup dedupe items%%' AND wait_event_type = 'Lock'")
+        detector = conn.execute("SELECT setting::int FROM pg_settings WHERE name = 'deadlock_timeout'").fetchone()[0]
+        time.sleep(detector / 1000 + 0.5)  # a cycle would have been found and broken by now
+        assert [r.poll() for r in runs] == [None, None]
+    finally:
+        holder.rollback()
+        holder.close()
+    for run in runs:
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+    marks = conn.execute("SELECT count(mark_a), count(*) FILTER (WHERE mark_a IS NOT DISTINCT FROM mark_b) "
+                         "FROM items").fetchone()
+    assert marks == (8 * 3, len(items))
+
+
 def test_a_view_is_refused_for_in_place_marking(conn, dsn, items):
     conn.execute("CREATE VIEW items_v AS SELECT * FROM items")
     pgdedup.index("items_v", "id", ["title", "body"], dsn=dsn, progress=False)
