@@ -116,11 +116,16 @@ class Source:
     @property
     def md5_sql(self) -> sql.Composed:
         """The md5 a row's signature is stored with: of its text, and of its partition value when
-        partitioned (a row moved to another partition is signed again)."""
+        partitioned (a row moved to another partition is signed again). The value comes first,
+        framed so that no (value, text) pair reads as another: 'N' for NULL, 'V' and the value
+        when it has no newline (the newline after it ends it), else 'L', its length and the
+        value (a value and text of 'a' and 'b\\nc' against 'a\\nb' and 'c'; values without a
+        newline keep the md5s stored before 'L' existed)."""
         if self.partition is None:
             return sql.SQL("md5({})::uuid").format(self.text_sql)
-        return sql.SQL("md5(concat_ws(E'\\n', CASE WHEN {p} IS NULL THEN 'N' ELSE 'V' || {p} END, {t}))::uuid").format(
-            p=self.partition_sql, t=self.text_sql)
+        return sql.SQL(
+            "md5(concat_ws(E'\\n', CASE WHEN {p} IS NULL THEN 'N' WHEN strpos({p}, E'\\n') = 0 THEN 'V' || {p} "
+            "ELSE 'L' || length({p}) || ':' || {p} END, {t}))::uuid").format(p=self.partition_sql, t=self.text_sql)
 
     def rows_sql(self, collection_id: int, where: sql.Composable, first: sql.Composable = sql.SQL("")) -> sql.Composed:
         """``SELECT`` of the source rows matching ``where`` (over alias ``s``, with the stored

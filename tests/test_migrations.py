@@ -131,14 +131,14 @@ def test_kill_9_during_the_sketch_conversion_leaves_revision_22_whole(conn, dsn)
         run = cli_background("migrate", "--dsn", dsn)
         # (the file is sent as one query; pg_stat_activity shows its first KB, the file's header)
         wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND query LIKE '%%pgdedup schema, version 23%%')", run=run)
+                        "AND query LIKE '%%pgdedup schema, version 23%%' AND datname = current_database())", run=run)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
     finally:
         reader.rollback()
         reader.close()
     wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE query LIKE '%%pgdedup schema, version 23%%' "
-                    "AND pid <> pg_backend_pid())")
+                    "AND pid <> pg_backend_pid() AND datname = current_database())")
     assert current_revision(dsn) == "0022_unmark"
     assert dict(conn.execute("SELECT row_key, signature FROM pgdedup.signatures").fetchall()) == INT_SIGNATURES
     assert conn.execute("SELECT to_regprocedure('pgdedup.sketch(integer[])')").fetchone()[0] is None

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import psycopg
 import pytest
 
 import pgdedup
+from pgdedup.hashing import partition_salts, salted, text_hash
 
 from clirun import cli, one_line_error
 
@@ -99,6 +101,22 @@ def test_tracked_partitions_stay_apart_as_rows_move_and_arrive(conn, dsn, ticket
         pgdedup.index("tickets", dsn=dsn, progress=False)
         assert pgdedup.dedupe("tickets", keep_order=KEEP, max_bucket=3, dsn=dsn).kind == "incremental"
         assert _marks(conn) == _marks_tenant_by_tenant(conn, dsn)
+
+
+def test_a_newline_in_a_partition_value_cannot_hide_a_move(conn, dsn):
+    """A row moved from partition 'a' with text 'b\\nc' to partition 'a\\nb' with text 'c' has
+    changed (it belongs with other rows now): index signs it again, and other rows without a
+    newline in their value keep the md5 they were stored with (oracle: the partition-salted
+    hash of the new text, by hand from hashing.text_hash and salted)."""
+    conn.execute("CREATE TABLE notes (id int PRIMARY KEY, feed text, body text)")
+    conn.execute("INSERT INTO notes VALUES (1, 'a', E'b\\nc'), (2, 'x', 'plain'), (3, NULL, 'none')")
+    pgdedup.index("notes", "id", ["body"], partition_by="feed", dsn=dsn, progress=False)
+    conn.execute("UPDATE notes SET feed = E'a\\nb', body = 'c' WHERE id = 1")
+    assert pgdedup.index("notes", dsn=dsn, progress=False).signed == 1
+    salt = partition_salts(["a\nb"])
+    stored = conn.execute("SELECT text_hash FROM pgdedup.signatures WHERE row_key = '1'").fetchone()[0]
+    assert stored == int(salted(np.array([text_hash("c")], dtype=np.int64), salt)[0])
+    assert pgdedup.index("notes", dsn=dsn, progress=False).signed == 0
 
 
 def test_checking_a_text_needs_its_partition(conn, dsn, tickets):

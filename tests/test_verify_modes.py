@@ -172,28 +172,45 @@ def test_checks_are_made_from_the_signed_text_only(conn, dsn, cases):
 
 
 def test_a_check_reads_any_row_that_still_holds_the_signed_text(conn, dsn, cases):
-    """A text is checked from its first row (by row id) whose normalised text is still the one
-    signed: a row changed only in case and spacing still is one; a row changed otherwise is
-    passed over for another copy of the text; only a text with no such row left is stale."""
+    """A text is checked from its first row (by row id) if that row's normalised text is still
+    the one signed (a change of case and spacing only keeps it), else from a copy whose source
+    text is unchanged since it was signed; with neither, the text is stale."""
     below = cases["below"]
     body = conn.execute("SELECT body FROM docs WHERE id = %s", (below[1],)).fetchone()[0]
     conn.execute("INSERT INTO docs VALUES (97, %s, 7)", (body,))
     pgdedup.index("docs", dsn=dsn, progress=False)
-    copies = [r[0] for r in conn.execute(
+    first, second = [r[0] for r in conn.execute(
         "SELECT g.row_key FROM pgdedup.signatures g JOIN pgdedup.signatures b ON b.text_hash = g.text_hash "
         "WHERE b.row_key = %s ORDER BY g.row_id", (below[1],))]
-    assert sorted(copies) == sorted([below[1], "97"])
-    first, second = copies
-    conn.execute("UPDATE docs SET body = 'not the signed text at all' WHERE id = %s", (first,))
-    conn.execute("UPDATE docs SET body = %s WHERE id = %s", ("  " + body.upper().replace(" ", " \n\t "), second))
-    pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn)  # no StaleResults
-    (similarity,) = conn.execute("SELECT similarity FROM pgdedup.checked c JOIN pgdedup.signatures g "
-                                 "ON g.text_hash IN (c.text_a, c.text_b) WHERE g.row_key = '97'").fetchone()
-    assert similarity == pytest.approx(below[2], abs=1e-12) and similarity < T  # the reference's Jaccard
-    conn.execute("DELETE FROM pgdedup.checked")
-    conn.execute("UPDATE docs SET body = body || ' and a new ending' WHERE id = %s", (second,))
-    with pytest.raises(pgdedup.StaleResults):
+    assert sorted([first, second]) == sorted([below[1], "97"])
+
+    def checked() -> float:
+        conn.execute("DELETE FROM pgdedup.checked")
         pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn, full=True)
+        (similarity,) = conn.execute("SELECT c.similarity FROM pgdedup.checked c JOIN pgdedup.signatures g "
+                                     "ON g.text_hash IN (c.text_a, c.text_b) WHERE g.row_key = '97'").fetchone()
+        return similarity
+
+    conn.execute("UPDATE docs SET body = %s WHERE id = %s", ("  " + body.upper().replace(" ", " \n\t "), first))
+    assert checked() == pytest.approx(below[2], abs=1e-12)  # the reference's Jaccard, from the first row
+    conn.execute("UPDATE docs SET body = 'not the signed text at all' WHERE id = %s", (first,))
+    assert checked() == pytest.approx(below[2], abs=1e-12)  # from the copy
+    conn.execute("UPDATE docs SET body = body || ' ' WHERE id = %s", (second,))  # no longer unchanged
+    with pytest.raises(pgdedup.StaleResults, match="rows changed in public.docs"):
+        checked()
+
+
+def test_exact_verification_reads_each_row_as_signed(conn, dsn, cases):
+    """verify="exact" checks rows, not texts: a row changed in case and spacing only is still
+    the signed text; a row changed otherwise is stale, whatever its copies."""
+    above = cases["above"]
+    body = conn.execute("SELECT body FROM docs WHERE id = %s", (above[1],)).fetchone()[0]
+    conn.execute("UPDATE docs SET body = %s WHERE id = %s", (body.upper() + "  ", above[1]))
+    found = _pairs(dsn, "exact")
+    assert found[above[:2]] == pytest.approx(above[2], abs=1e-12)
+    conn.execute("UPDATE docs SET body = body || ' more' WHERE id = %s", (above[1],))
+    with pytest.raises(pgdedup.StaleResults, match="rows changed in public.docs"):
+        _pairs(dsn, "exact")
 
 
 def test_a_row_moved_to_another_partition_is_not_checked_as_signed(conn, dsn, cases):
@@ -207,7 +224,7 @@ def test_a_row_moved_to_another_partition_is_not_checked_as_signed(conn, dsn, ca
     assert conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0] == 2
     conn.execute("DELETE FROM pgdedup.checked")
     conn.execute("UPDATE docs SET feed = 'b' WHERE id = %s", (below[1],))
-    with pytest.raises(pgdedup.StaleResults):
+    with pytest.raises(pgdedup.StaleResults, match="rows changed in public.docs"):
         pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn, full=True)
 
 
