@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed import INDEX_CHILD, load_texts, machine, make_texts, table  # noqa: E402
+from speed import INDEX_CHILD, child, load_texts, machine, make_texts, table  # noqa: E402
 
 import psycopg  # noqa: E402
 
@@ -58,13 +56,11 @@ def main() -> None:
             conn.execute("SELECT pg_reload_conf()")
             time.sleep(0.5)
             start = log.stat().st_size
-            proc = subprocess.run([sys.executable, "-c", INDEX_CHILD, dsn, str(args.workers), "speed_texts", "id", "body"],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr[-3000:])
-            conn.execute("ALTER SYSTEM RESET log_min_duration_statement")
-            conn.execute("SELECT pg_reload_conf()")
-            run = json.loads(proc.stdout.strip().splitlines()[-1])
+            try:
+                run = child(["-c", INDEX_CHILD, dsn, str(args.workers), "speed_texts", "id", "body"])
+            finally:
+                conn.execute("ALTER SYSTEM RESET log_min_duration_statement")
+                conn.execute("SELECT pg_reload_conf()")
             with log.open(encoding="utf-8", errors="replace") as f:
                 f.seek(start)
                 found = LINE.findall(f.read())

@@ -62,7 +62,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     ACCESS EXCLUSIVE lock until the caller commits.
 
     ``progress`` (None: when stderr is a terminal) prints a line on stderr as each stage ends,
-    the server's included (``progress``).
+    the server's included (``progress``), and a counter of the pairs checked exactly while
+    they are.
 
     Every argument is checked before anything is written. A column pgdedup has to add is added
     in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
@@ -105,7 +106,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                         sql.Literal(coll.id), sql.Literal("column" if alter else "view"),
                         sql.Literal(coll.params.threshold if threshold is None else threshold), sql.Literal(max_bucket))
                     with shown.stage("the changed rows' ambiguous pairs checked exactly"):
-                        store_checks(conn, coll, probable, s.dsn)
+                        store_checks(conn, coll, probable, s.dsn, progress=shown.on)
                 while True:  # auto: check the ambiguous pairs the decision meets, then decide again
                     row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
                                        (name, alter, threshold, keep_order, column, max_bucket, full,
@@ -113,7 +114,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                     if row[0] != "unchecked":
                         break
                     with shown.stage(f"{row[1]} ambiguous pairs checked exactly"):
-                        store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"), s.dsn)
+                        store_checks(conn, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"), s.dsn,
+                                     progress=shown.on)
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()

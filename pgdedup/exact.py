@@ -260,7 +260,8 @@ def _check_in_checker(batch: list[tuple[int, int]]) -> list[tuple[int, int, floa
     return _check_batch(conn, coll, "text_hash", batch)
 
 
-def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable, dsn: str | None = None) -> int:
+def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable, dsn: str | None = None,
+                 progress: bool = False) -> int:
     """Store in ``pgdedup.checked`` the exact Jaccard of the pairs of texts that query ``pairs``
     returns as (row_a, row_b, text_a, text_b), text_a < text_b (each pair of texts once);
     returns how many. A check belongs to the two texts, so it is made from the text as it was
@@ -273,7 +274,7 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
     ``dsn`` of ``conn`` and at least ``PARALLEL_BATCHES`` batches, one worker process per core
     reads and shingles batches on connections of its own (committed rows: the caller's
     transaction has not written the source rows or signatures it reads) while this one stores
-    the results.
+    the results. ``progress`` shows a counter of the pairs checked on stderr (gone when done).
 
     Raises:
         StaleResults: every row of one of the texts changed in the source table after it was
@@ -290,10 +291,13 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
             results: Iterator[list[tuple[int, int, float]] | None] = pool.map(_check_in_checker, batches)
         else:
             results = (_check_batch(conn, coll, "text_hash", batch) for batch in batches)
+        bar = stack.enter_context(tqdm(total=len(todo), unit="pairs", desc=f"checking {coll.name} exactly",
+                                       disable=not (progress and todo), file=sys.stderr, leave=False))
         try:
             for checked in results:
                 if checked is None:
                     raise _stale(coll)
+                bar.update(len(checked))
                 with copy_into(conn, "checked", ("collection_id", "text_a", "text_b", "similarity"),
                                binary=False) as copy:
                     for a, b, similarity in checked:

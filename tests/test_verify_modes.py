@@ -139,7 +139,9 @@ def test_sql_needs_the_checks_made(conn, dsn, cases):
 
 def test_stage_lines_on_a_terminal_and_none_when_piped(conn, dsn, cases, capfd):
     pgdedup.dedupe("docs", keep_order="n, id", dsn=dsn, progress=True)
-    full = capfd.readouterr().err.splitlines()
+    err = capfd.readouterr().err
+    full = err.splitlines()
+    assert re.search(r"\rchecking docs exactly: +\d+%\|.*\| \d/2 ", err), err  # a counter while they run, then cleared
     assert any(re.fullmatch(r"dedupe docs: \d+ candidate pairs estimated \(\d+\.\d s\)", x) for x in full), full
     assert any(re.fullmatch(r"dedupe docs: 2 ambiguous pairs checked exactly \(\d+\.\d s\)", x) for x in full), full
     assert any(x.startswith("dedupe docs: decided and stored in full") for x in full), full
