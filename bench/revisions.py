@@ -1,11 +1,13 @@
 """A full dedupe of one collection under two pgdedup schema revisions, in turns.
 
-    python bench/revisions.py [--rows 200000] [--old 0014_ranks] [--repeat 3] [--dsn DSN]
+    python bench/revisions.py [--rows 200000] [--clusters 0] [--old 0014_ranks] [--repeat 3] [--dsn DSN]
 
 How a change to pgdedup's SQL is measured: the same rows, the same signatures and band keys,
 the same server, only the SQL functions differ. Generated ``feed_items`` (``sample.load``,
 seed 42) in a throwaway LocalPostgres (or ``--dsn``: a scratch database whose ``feed_items``
-table and ``pgdedup`` schema are DROPPED) are indexed once at the newest revision (2 workers)
+table and ``pgdedup`` schema are DROPPED), plus ``--clusters`` clusters of 300 near-copies (a
+long item with two random words appended: the shape of a templated feed, whose clusters fill
+many buckets above the cap of 100), are indexed once at the newest revision (2 workers)
 and VACUUM ANALYZEd; then, ``--repeat`` rounds, each: the schema moved to ``--old``, a full
 dedupe by estimate through the SQL function (``pgdedup.update_duplicates(..., p_full => true,
 p_verify => 'estimate')``, keep order published_at, feed_item_id, marks in ``duplicate_of``),
@@ -23,9 +25,12 @@ revision; the SQL around them is the same candidate and estimate code timed here
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import time
+import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +42,27 @@ import psycopg  # noqa: E402
 SEED = 42
 DEDUPE = ("SELECT kind, duplicates FROM pgdedup.update_duplicates('feed_items', true, NULL, "
           "'published_at, feed_item_id', 'duplicate_of', 100, true, 'estimate')")
+
+
+#: Near-copies in a cluster of ``--clusters``.
+CLUSTER = 300
+
+
+def add_clusters(conn: psycopg.Connection, clusters: int) -> None:
+    """``clusters`` clusters of ``CLUSTER`` rows: each an item of feed_items with more than 1,500
+    characters of content, again with two random words appended (deterministic, seed 7)."""
+    rng = random.Random(7)
+    items = conn.execute("SELECT title, summary, content FROM feed_items WHERE length(content) > 1500 "
+                         "ORDER BY feed_item_id LIMIT %s", (clusters,)).fetchall()
+    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    with conn.cursor().copy("COPY feed_items (feed_item_id, feed_id, published_at, title, summary, content) "
+                            "FROM STDIN") as copy:
+        for c, (title, summary, content) in enumerate(items):
+            for i in range(CLUSTER):
+                tail = " ".join(f"{rng.choice(('alpha', 'beta', 'gamma', 'delta'))}{rng.randrange(10 ** 6)}"
+                                for _ in range(2))
+                copy.write_row((uuid.UUID(int=rng.getrandbits(128)), -1, start + timedelta(minutes=c * CLUSTER + i),
+                                title, summary, f"{content} {tail}"))
 
 
 def dedupe(conn, stages: list[str], functions: dict[str, list[float]]) -> tuple[float, list[tuple]]:
@@ -71,6 +97,7 @@ def dedupe(conn, stages: list[str], functions: dict[str, list[float]]) -> tuple[
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--clusters", type=int, default=0, help="clusters of 300 near-copies added to the rows")
     p.add_argument("--old", default="0014_ranks", help="the revision to compare the newest with")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--dsn", help="scratch database (feed_items and schema pgdedup are dropped)")
@@ -84,6 +111,7 @@ def main() -> None:
             conn.execute("DROP TABLE IF EXISTS feed_items")
             conn.execute("DROP SCHEMA IF EXISTS pgdedup CASCADE")
             sample.load(conn, args.rows, "feed_items", seed=SEED)
+            add_clusters(conn, args.clusters)
             child(["-c", INDEX_CHILD, dsn, "2", "feed_items", "feed_item_id", "title,summary,content"])
             for t in ("feed_items", "pgdedup.signatures", "pgdedup.band_keys"):
                 conn.execute(f"VACUUM ANALYZE {t}")
@@ -103,7 +131,8 @@ def main() -> None:
                     decisions.add(hash(tuple(marks)))
             if len(decisions) != 1:
                 raise SystemExit("the revisions marked different rows")
-            print(f"\n{args.rows:,} rows, {len(marks):,} duplicates marked by both revisions alike; "
+            print(f"\n{args.rows:,} rows + {args.clusters} clusters of {CLUSTER:,}, {len(marks):,} duplicates marked "
+                  f"by both revisions alike; "
                   f"full dedupe by estimate, {args.repeat} rounds in turns")
             old = statistics.median(seconds[args.old])
             table(["revision", "seconds", f"× {args.old}"],

@@ -23,7 +23,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0024_source_check"
+HEAD = "0025_capped"
 
 
 def revision(conn: psycopg.Connection) -> str | None:
