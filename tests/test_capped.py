@@ -1,6 +1,7 @@
-"""``pgdedup.shared_buckets`` against a reference written here in Python: the buckets that two or
-more texts share, and a capped bucket's members in leader order (by keep order, ties by row id;
-or by row id), from the stored band keys and the table itself."""
+"""``pgdedup.shared_buckets`` and ``pgdedup.candidate_pairs`` against a reference written here in
+Python: the buckets that two or more texts share, a capped bucket's members in leader order (by
+keep order, ties by row id; or by row id), and the pairs they give, from the stored band keys
+and the table itself."""
 
 from __future__ import annotations
 
@@ -12,17 +13,18 @@ import pgdedup
 MAX_BUCKET = 10
 
 
-def _clusters(conn, dsn: str) -> int:
-    """Table clusters (id, body, n): 4 clusters of 40 near-copies (one word of 120 changed) and 15
-    exact copies of some of them, in random order; indexed. Returns the collection id."""
+def _clusters(conn, dsn: str, size: int = 40, words: int = 120) -> int:
+    """Table clusters (id, body, n): 4 clusters of ``size`` near-copies (one word of ``words``
+    changed) and 15 exact copies of some of them, in random order; indexed. Returns the
+    collection id."""
     rng = random.Random(25)
     texts = []
     for c in range(4):
-        base = [f"c{c}w{i}" for i in range(120)]
-        for _ in range(40):
-            words = list(base)
-            words[rng.randrange(len(words))] = f"x{rng.randrange(10 ** 6)}"
-            texts.append(" ".join(words))
+        base = [f"c{c}w{i}" for i in range(words)]
+        for _ in range(size):
+            edited = list(base)
+            edited[rng.randrange(len(edited))] = f"x{rng.randrange(10 ** 6)}"
+            texts.append(" ".join(edited))
     texts += texts[:15]
     rng.shuffle(texts)
     conn.execute("CREATE TABLE clusters (id int PRIMARY KEY, body text, n int)")
@@ -66,3 +68,37 @@ def test_shared_buckets_and_their_leaders_match_a_reference(conn, dsn):
         assert got == expected, ranked
         capped = [ids for ids in expected.values() if len(ids) > MAX_BUCKET]
         assert len(capped) >= 20 and len(expected) > len(capped), "capped and uncapped buckets both met"
+
+
+def _pairs(buckets: dict[tuple[int, int], list[int]]) -> set[tuple[int, int]]:
+    """Candidate pairs by hand: all pairs of a bucket of at most MAX_BUCKET members; in a larger
+    one, each of its first MAX_BUCKET members (leader order) with every member after it."""
+    found = set()
+    for ids in buckets.values():
+        leaders = ids if len(ids) <= MAX_BUCKET else ids[:MAX_BUCKET]
+        for i, a in enumerate(leaders):
+            for b in ids[i + 1:]:
+                found.add((min(a, b), max(a, b)))
+    return found
+
+
+def test_candidate_pairs_match_pairs_made_by_hand(conn, dsn):
+    """Also from buckets of ~300 members, which a full dedupe's pg_temp.pgdedup_shared stores out
+    of line (TOAST): the pairs its estimate step reads are compared too."""
+    cid = _clusters(conn, dsn, size=300, words=400)
+    expected = {ranked: _pairs(_reference(conn, cid, ranked)) for ranked in (True, False)}
+    assert max(len(ids) for ids in _reference(conn, cid, False).values()) > 250
+    assert set(conn.execute("SELECT * FROM pgdedup.candidate_pairs(%s, %s)", (cid, MAX_BUCKET))) == expected[False]
+    with conn.transaction():  # as update_duplicates' full run: the shared buckets kept in a temp table
+        conn.execute("SELECT pgdedup.rank_rows(%s, 'n, id')", (cid,))
+        conn.execute("CREATE TEMP TABLE pgdedup_shared ON COMMIT DROP AS "
+                     "SELECT * FROM pgdedup.shared_buckets(%s, %s, true)", (cid, MAX_BUCKET))
+        conn.execute("CREATE TEMP TABLE pgdedup_estimated_for ON COMMIT DROP AS SELECT %s::int AS collection_id, "
+                     "%s::int AS max_bucket", (cid, MAX_BUCKET))
+        conn.execute("SELECT set_config('pgdedup.reuse_estimated', 'on', true)")
+        assert conn.execute("SELECT pgdedup.reusing(%s, %s)", (cid, MAX_BUCKET)).fetchone()[0]
+        stored = conn.execute("SELECT pg_relation_size(reltoastrelid) FROM pg_class "
+                              "WHERE oid = 'pg_temp.pgdedup_shared'::regclass").fetchone()[0]
+        got = set(conn.execute("SELECT * FROM pgdedup.candidate_pairs(%s, %s, true)", (cid, MAX_BUCKET)))
+    assert stored > 0, "some buckets are stored out of line"
+    assert got == expected[True]
