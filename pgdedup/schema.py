@@ -23,7 +23,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0026_pairs"
+HEAD = "0027_copies"
 
 
 def revision(conn: psycopg.Connection) -> str | None:

@@ -15,8 +15,8 @@ MAX_BUCKET = 10
 
 def _clusters(conn, dsn: str, size: int = 40, words: int = 120) -> int:
     """Table clusters (id, body, n): 4 clusters of ``size`` near-copies (one word of ``words``
-    changed) and 15 exact copies of some of them, in random order; indexed. Returns the
-    collection id."""
+    changed), 15 exact copies of some of them and an empty text, in random order; indexed.
+    Returns the collection id."""
     rng = random.Random(25)
     texts = []
     for c in range(4):
@@ -25,7 +25,7 @@ def _clusters(conn, dsn: str, size: int = 40, words: int = 120) -> int:
             edited = list(base)
             edited[rng.randrange(len(edited))] = f"x{rng.randrange(10 ** 6)}"
             texts.append(" ".join(edited))
-    texts += texts[:15]
+    texts += texts[:15] + [""]
     rng.shuffle(texts)
     conn.execute("CREATE TABLE clusters (id int PRIMARY KEY, body text, n int)")
     with conn.cursor().copy("COPY clusters (id, body, n) FROM STDIN") as copy:
@@ -36,28 +36,41 @@ def _clusters(conn, dsn: str, size: int = 40, words: int = 120) -> int:
 
 
 def _reference(conn, cid: int, ranked: bool) -> dict[tuple[int, int], list[int]]:
-    """The shared buckets by hand: each text stands for itself by its lowest row id; buckets
-    of two or more such rows; above MAX_BUCKET members in leader order, else sorted (any order)."""
+    """The shared buckets by hand: each text stands for itself by its lowest signed row id (and,
+    ranked, only while a row of it with features is left in the table, its place in keep order
+    (n, id) being that of its first such row); buckets of two or more such rows; above
+    MAX_BUCKET members in leader order, else sorted (any order)."""
     text_of = dict(conn.execute("SELECT row_id, text_hash FROM pgdedup.signatures WHERE collection_id = %s", (cid,)))
-    key_of = dict(conn.execute("SELECT row_id, row_key::int FROM pgdedup.signatures WHERE collection_id = %s", (cid,)))
+    key_of = dict(conn.execute("SELECT row_id, row_key::int FROM pgdedup.signatures WHERE collection_id = %s "
+                               "AND feature_count > 0", (cid,)))
     n_of = dict(conn.execute("SELECT id, n FROM clusters"))
     first: dict[int, int] = {}
     for row_id, text in text_of.items():
         first[text] = min(row_id, first.get(text, row_id))
-    rank: dict[int, int] = {}  # a text's place: that of its first row in keep order (n, id)
-    for place, row_id in enumerate(sorted(text_of, key=lambda r: (n_of[key_of[r]], key_of[r]))):
+    present = [r for r in key_of if key_of[r] in n_of]
+    rank: dict[int, int] = {}
+    for place, row_id in enumerate(sorted(present, key=lambda r: (n_of[key_of[r]], key_of[r]))):
         rank.setdefault(text_of[row_id], place)
     buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
     for band, bucket, row_id in conn.execute(
             "SELECT band, bucket, row_id FROM pgdedup.band_keys WHERE collection_id = %s", (cid,)):
-        if first[text_of[row_id]] == row_id:
+        if first[text_of[row_id]] == row_id and (not ranked or text_of[row_id] in rank):
             buckets[(band, bucket)].append(row_id)
     leader = (lambda r: (rank[text_of[r]], r)) if ranked else (lambda r: r)
     return {k: sorted(v, key=leader) if len(v) > MAX_BUCKET else sorted(v) for k, v in buckets.items() if len(v) > 1}
 
 
 def test_shared_buckets_and_their_leaders_match_a_reference(conn, dsn):
+    """Also after rows left the table unindexed: a text whose first row went (another copy is
+    left: it still stands, by its first row), a text with no row left (gone from the ranked
+    buckets), and with a row of empty text (no features, no band keys)."""
     cid = _clusters(conn, dsn)
+    copies = conn.execute("SELECT array_agg(row_key::int ORDER BY row_id) FROM pgdedup.signatures "
+                          "GROUP BY text_hash HAVING count(*) > 1 ORDER BY min(row_id) LIMIT 1").fetchone()[0]
+    alone = conn.execute("SELECT min(row_key::int) FROM pgdedup.signatures GROUP BY text_hash "
+                         "HAVING count(*) = 1 AND min(feature_count) > 0 "
+                         "ORDER BY min(row_id) LIMIT 1").fetchone()[0]
+    conn.execute("DELETE FROM clusters WHERE id = ANY(%s)", ([copies[0], alone],))
     for ranked in (True, False):
         with conn.transaction():
             if ranked:
@@ -68,6 +81,9 @@ def test_shared_buckets_and_their_leaders_match_a_reference(conn, dsn):
         assert got == expected, ranked
         capped = [ids for ids in expected.values() if len(ids) > MAX_BUCKET]
         assert len(capped) >= 20 and len(expected) > len(capped), "capped and uncapped buckets both met"
+    ranked_rows = {r for ids in _reference(conn, cid, True).values() for r in ids}
+    all_rows = {r for ids in _reference(conn, cid, False).values() for r in ids}
+    assert len(all_rows - ranked_rows) == 1, "the text with no row left is only in the unranked buckets"
 
 
 def _pairs(buckets: dict[tuple[int, int], list[int]]) -> set[tuple[int, int]]:
