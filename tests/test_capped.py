@@ -71,18 +71,17 @@ def test_shared_buckets_and_their_leaders_match_a_reference(conn, dsn):
                          "HAVING count(*) = 1 AND min(feature_count) > 0 "
                          "ORDER BY min(row_id) LIMIT 1").fetchone()[0]
     conn.execute("DELETE FROM clusters WHERE id = ANY(%s)", ([copies[0], alone],))
-    for ranked in (True, False):
+    expected = {ranked: _reference(conn, cid, ranked) for ranked in (True, False)}
+    for ranked, buckets in expected.items():
         with conn.transaction():
             if ranked:
                 conn.execute("SELECT pgdedup.rank_rows(%s, 'n, id')", (cid,))
             got = {(band, bucket): ids if len(ids) > MAX_BUCKET else sorted(ids) for band, bucket, ids in conn.execute(
                 "SELECT * FROM pgdedup.shared_buckets(%s, %s, %s)", (cid, MAX_BUCKET, ranked))}
-        expected = _reference(conn, cid, ranked)
-        assert got == expected, ranked
-        capped = [ids for ids in expected.values() if len(ids) > MAX_BUCKET]
-        assert len(capped) >= 20 and len(expected) > len(capped), "capped and uncapped buckets both met"
-    ranked_rows = {r for ids in _reference(conn, cid, True).values() for r in ids}
-    all_rows = {r for ids in _reference(conn, cid, False).values() for r in ids}
+        assert got == buckets, ranked
+        capped = [ids for ids in buckets.values() if len(ids) > MAX_BUCKET]
+        assert len(capped) >= 20 and len(buckets) > len(capped), "capped and uncapped buckets both met"
+    ranked_rows, all_rows = ({r for ids in expected[ranked].values() for r in ids} for ranked in (True, False))
     assert len(all_rows - ranked_rows) == 1, "the text with no row left is only in the unranked buckets"
 
 
@@ -102,8 +101,9 @@ def test_candidate_pairs_match_pairs_made_by_hand(conn, dsn):
     """Also from buckets of ~300 members, which a full dedupe's pg_temp.pgdedup_shared stores out
     of line (TOAST): the pairs its estimate step reads are compared too."""
     cid = _clusters(conn, dsn, size=300, words=400)
-    expected = {ranked: _pairs(_reference(conn, cid, ranked)) for ranked in (True, False)}
-    assert max(len(ids) for ids in _reference(conn, cid, False).values()) > 250
+    buckets = {ranked: _reference(conn, cid, ranked) for ranked in (True, False)}
+    expected = {ranked: _pairs(b) for ranked, b in buckets.items()}
+    assert max(len(ids) for ids in buckets[False].values()) > 250
     assert set(conn.execute("SELECT * FROM pgdedup.candidate_pairs(%s, %s)", (cid, MAX_BUCKET))) == expected[False]
     with conn.transaction():  # as update_duplicates' full run: the shared buckets kept in a temp table
         conn.execute("SELECT pgdedup.rank_rows(%s, 'n, id')", (cid,))
