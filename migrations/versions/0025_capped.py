@@ -4,14 +4,21 @@ filtered through a hashed array.
 
 Revision ID: 0025_capped
 Revises: 0024_source_check
-Applies sql/0025_capped.sql; the downgrade, sql/0025_capped.down.sql.
+Applies sql/0025_capped.sql. The downgrade puts back revision 15's shared_buckets from its own file.
 """
 
-from pgdedup.alembic_ops import sql_steps
+from pgdedup.alembic_ops import function_definitions, run_sql, run_sql_file
 
 revision = "0025_capped"
 down_revision = "0024_source_check"
 branch_labels = None
 depends_on = None
 
-upgrade, downgrade = sql_steps(revision)
+
+def upgrade() -> None:
+    run_sql_file("0025_capped.sql")
+
+
+def downgrade() -> None:
+    run_sql(function_definitions("0015_candidates.sql", ("shared_buckets",)))
+    run_sql("SELECT pgdedup.pin_search_paths();")

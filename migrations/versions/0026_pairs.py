@@ -3,14 +3,21 @@ it back from TOAST for every subscript (capped buckets of hundreds of members we
 
 Revision ID: 0026_pairs
 Revises: 0025_capped
-Applies sql/0026_pairs.sql; the downgrade, sql/0026_pairs.down.sql.
+Applies sql/0026_pairs.sql. The downgrade puts back revision 15's candidate_pairs from its own file.
 """
 
-from pgdedup.alembic_ops import sql_steps
+from pgdedup.alembic_ops import function_definitions, run_sql, run_sql_file
 
 revision = "0026_pairs"
 down_revision = "0025_capped"
 branch_labels = None
 depends_on = None
 
-upgrade, downgrade = sql_steps(revision)
+
+def upgrade() -> None:
+    run_sql_file("0026_pairs.sql")
+
+
+def downgrade() -> None:
+    run_sql(function_definitions("0015_candidates.sql", ("candidate_pairs",)))
+    run_sql("SELECT pgdedup.pin_search_paths();")
