@@ -84,6 +84,7 @@ def run(rows: int = DEFAULT_ROWS, keep: bool = False, dsn: str | None = None) ->
         pg.stop()
         raise
     if keep:
+        pg.keep()
         print(f"\nserver left running; explore with:\n  psql '{pg.dsn}'\n"
               f"  SELECT * FROM pgdedup.similar('feed_items', '<a feed_item_id>');\n"
               f"see the groups in a browser:\n  pgdedup report feed_items --html report.html --dsn '{pg.dsn}'\n"

