@@ -9,7 +9,7 @@ run (``alembic upgrade --sql``), writes its SQL into the application's script.
 from alembic import context
 from sqlalchemy import text
 
-from pgdedup.schema import SCHEMA, VERSION_TABLE
+from pgdedup.schema import SCHEMA, UNTRUSTED_OBJECT, VERSION_TABLE, untrusted
 
 if context.is_offline_mode():
     # inside an application's `alembic upgrade --sql`: pgdedup's DDL goes into the app's script,
@@ -28,6 +28,8 @@ else:
     # only when missing: CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when it exists
     if connection.execute(text("SELECT pg_catalog.to_regnamespace(:s)"), {"s": SCHEMA}).scalar() is None:
         connection.execute(text(f"CREATE SCHEMA {SCHEMA}"))
+    elif (found := connection.execute(text(UNTRUSTED_OBJECT)).first()) is not None:
+        raise untrusted(*found)  # never build on, or run, another role's objects (schema.check_owners)
     context.configure(
         connection=connection,
         version_table=VERSION_TABLE,

@@ -174,6 +174,8 @@ def migrate(target: Target = "", revision: str = "head") -> None:
     Raises:
         PermissionDenied: the role may not create the schema or its objects.
         InvalidArgument: no such revision.
+        UnsafeOperation: an existing ``pgdedup`` schema, or an object in it, belongs to a role
+            that could run code with this role's rights through it (``schema.check_owners``).
     """
     if _offline_app():
         _offline_upgrade(revision)

@@ -237,12 +237,16 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
 
 
 def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
-    """``check_source`` under the source's ACCESS SHARE lock (``pgdedup.guard_source``), taken
-    first in ``conn``'s current transaction and held to its end: ALTER TABLE, which any change
-    ``check_source`` looks for needs, then waits for that transaction. Without the lock, an
-    owner's ALTER committed between the check and a later read would have that read run the
-    owner's code (a change not yet committed at the check is waited for by the lock and then
-    seen). Every transaction that reads the source calls it, or runs while one that did is open
+    """``check_source`` under the source's lock (``pgdedup.guard_source``), taken first in
+    ``conn``'s current transaction and held to its end. For a table another role owns (not a
+    superuser, not pgdedup's owner) it is SHARE UPDATE EXCLUSIVE (revision 28): ALTER TABLE,
+    CREATE INDEX, CREATE STATISTICS and ATTACH PARTITION, through which that owner could add code
+    ``check_source`` looks for, then wait for the transaction (reads and writes of the table do
+    not); a role that may only read such a table cannot take it and is refused
+    (``UnsafeOperation``). Any other table (nobody else may add such code to it) is held in
+    ACCESS SHARE, which ALTER TABLE waits for. Without the lock, an owner's change committed
+    between the check and a later read would have that read run the owner's code (a change not
+    yet committed at the check is waited for by the lock and then seen). Every transaction that reads the source calls it, or runs while one that did is open
     (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
     foreign table cannot be locked (LOCK TABLE refuses them): one another non-superuser role
     owns is refused, any other is checked without a lock. Returns the source's ``relkind``, as

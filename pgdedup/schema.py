@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from .errors import SchemaMismatch
+from .errors import SchemaMismatch, UnsafeOperation
 
 #: Advisory lock class of a collection's lock (taken by sql/0003's lock_collection: exclusive by
 #: index and dedupe runs, shared by an application's add); the object id is the collection's id.
@@ -23,11 +23,66 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0027_copies"
+HEAD = "0028_source_lock"
+
+
+#: The first object of schema pgdedup (the schema included) whose owner the current role may not
+#: trust: (kind, name, owner), or no row. Trusted: a superuser and the current role; for a role
+#: that is not a superuser, also the schema's owner (the role that ran the migrations, whose
+#: functions it runs by design, docs/security.md).
+UNTRUSTED_OBJECT = """
+WITH ns AS (SELECT n.oid, n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'pgdedup'),
+objects (kind, name, owner) AS (
+    SELECT 'schema', 'pgdedup', ns.nspowner FROM ns
+    UNION ALL SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner
+              FROM pg_catalog.pg_proc p JOIN ns ON p.pronamespace = ns.oid
+    UNION ALL SELECT 'relation', c.oid::pg_catalog.regclass::text, c.relowner
+              FROM pg_catalog.pg_class c JOIN ns ON c.relnamespace = ns.oid
+    UNION ALL SELECT 'type', t.oid::pg_catalog.regtype::text, t.typowner
+              FROM pg_catalog.pg_type t JOIN ns ON t.typnamespace = ns.oid
+    UNION ALL SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner
+              FROM pg_catalog.pg_operator o JOIN ns ON o.oprnamespace = ns.oid)
+SELECT o.kind, o.name, r.rolname FROM objects o JOIN pg_catalog.pg_roles r ON r.oid = o.owner
+WHERE NOT (r.rolsuper OR r.rolname = current_user
+           OR (o.owner = (SELECT ns.nspowner FROM ns)
+               AND NOT (SELECT m.rolsuper FROM pg_catalog.pg_roles m WHERE m.rolname = current_user)))
+LIMIT 1"""
+
+
+def check_owners(conn: psycopg.Connection) -> None:
+    """Refuse a ``pgdedup`` schema holding code that another role could run with this role's
+    rights. A role that may create schemas (the database's owner, often an application's role)
+    could make an empty ``pgdedup`` schema before a superuser first migrates, or plant its own
+    ``pgdedup.pgdedup_version`` and functions: as the schema's owner it may then replace any
+    function in it, and pgdedup, running as a superuser, would call them. So a superuser works
+    only with a schema whose objects superusers own (or itself), and any role only with objects
+    owned by superusers, itself, or the schema's owner.
+
+    Raises:
+        UnsafeOperation: the first object owned by another role (its kind, name and owner).
+    """
+    found = conn.execute(UNTRUSTED_OBJECT).fetchone()
+    if found is not None:
+        raise untrusted(*found)
+
+
+def untrusted(kind: str, name: str, owner: str) -> UnsafeOperation:
+    """The error for a row of ``UNTRUSTED_OBJECT`` (also raised by the migrations' environment,
+    which reads it through the application's SQLAlchemy connection)."""
+    return UnsafeOperation(
+        f"the {kind} {name} in pgdedup's schema is owned by {owner}, who could run code with your rights "
+        f"through it; run pgdedup as {owner}, or have a superuser check the schema and give it to a role "
+        "you trust (ALTER SCHEMA pgdedup OWNER TO ..., and the same for its objects)")
 
 
 def revision(conn: psycopg.Connection) -> str | None:
-    """The revision recorded in ``pgdedup.pgdedup_version``, or None when there is no schema."""
+    """The revision recorded in ``pgdedup.pgdedup_version``, or None when there is no schema.
+
+    Raises:
+        UnsafeOperation: the schema holds an object another role could use against this one
+            (``check_owners``).
+    """
+    check_owners(conn)
     if not conn.execute("SELECT pg_catalog.to_regclass('pgdedup.pgdedup_version') IS NOT NULL").fetchone()[0]:
         return None
     row = conn.execute("SELECT version_num FROM pgdedup.pgdedup_version").fetchone()

@@ -417,10 +417,12 @@ def test_a_resume_after_kill_9_is_not_quadratic_when_statistics_lag(conn, dsn):
     (("--threshold", "0"), "threshold must be in (0, 1], not 0"),
     (("--max-bucket", "0"), "max_bucket must be a positive integer, not 0"),
     (("--max-bucket", "-5"), "max_bucket must be a positive integer, not -5"),
+    (("--column", "m" * 70), "the marking column's name is longer than 63 bytes"),  # ALTER would cut it short
 ])
 def test_dedupe_refuses_bad_parameters_before_writing(conn, dsn, items, args, message):
+    columns = _columns(conn, "items")
     one_line_error(cli("dedupe", "items", *args, "--dsn", dsn), message)
-    assert "duplicate_of" not in _columns(conn, "items")
+    assert _columns(conn, "items") == columns
     assert conn.execute("SELECT count(*) FROM pgdedup.runs WHERE kind = 'dedupe'").fetchone()[0] == 0
     assert conn.execute("SELECT mark_column FROM pgdedup.collections").fetchone()[0] is None
 
@@ -531,6 +533,48 @@ def test_two_runs_adding_their_own_columns_to_one_table_do_not_deadlock(conn, ds
     marks = conn.execute("SELECT count(mark_a), count(*) FILTER (WHERE mark_a IS NOT DISTINCT FROM mark_b) "
                          "FROM items").fetchone()
     assert marks == (8 * 3, len(items))
+
+
+#: The advisory lock class of a table's marks (sql/0028_source_lock.sql's lock_marks).
+MARKS_LOCK = 1885824102
+
+
+@pytest.mark.parametrize("second", ["dedupe", "unmark"])
+def test_writers_of_one_tables_marks_queue_on_its_lock_not_on_its_rows(conn, dsn, items, second):
+    """Two collections of one table: while one writes its marks (a transaction left open after
+    mark_duplicates), a CLI run writing the other's marks, or clearing them, waits on the table's
+    marks lock (revision 28) before it has locked any row: their row locks never interleave (two
+    UPDATEs whose synchronized scans start at different blocks could deadlock). It finishes once
+    the first commits, with the same marks."""
+    pgdedup.index("items", "id", ["title", "body"], name="items2", dsn=dsn, progress=False)
+    for name, column in (("items", "mark_a"), ("items2", "mark_b")):
+        pgdedup.dedupe(name, column=column, dsn=dsn)
+    if second == "dedupe":
+        pgdedup.unmark("items2", dsn=dsn)
+    pgdedup.unmark("items", dsn=dsn)
+    first = psycopg.connect(dsn)
+    run = None
+    try:
+        first.execute("SELECT * FROM pgdedup.mark_duplicates('items', p_column => 'mark_a')")
+        assert first.execute("SELECT count(mark_a) FROM items").fetchone()[0] == 8 * 3  # written, not committed
+        args = ("dedupe", "items2", "--column", "mark_b") if second == "dedupe" else ("unmark", "items2")
+        run = cli_background(*args, "--dsn", dsn)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                       "WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid = %s AND l.objid = %s "
+                       "AND l.objsubid = 1 AND a.application_name LIKE 'pgdedup " + second + "%%')",
+                 (MARKS_LOCK, conn.execute("SELECT 'items'::regclass::oid").fetchone()[0]), run=run)
+        assert not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                                "WHERE l.locktype = 'transactionid' AND NOT l.granted "
+                                "AND a.application_name LIKE 'pgdedup %%')").fetchone()[0]
+    finally:
+        first.commit()
+        first.close()
+        if run is not None:
+            out, err = run.communicate(timeout=60)
+            assert run.returncode == 0, err
+    marks = conn.execute("SELECT count(mark_a), count(mark_b), count(*) FILTER (WHERE mark_a IS NOT DISTINCT FROM mark_b) "
+                         "FROM items").fetchone()
+    assert marks == ((8 * 3, 8 * 3, len(items)) if second == "dedupe" else (8 * 3, 0, len(items) - 8 * 3))
 
 
 def test_a_view_is_refused_for_in_place_marking(conn, dsn, items):

@@ -587,17 +587,17 @@ def test_views_and_policies_that_would_run_the_owners_code_are_refused(conn, dsn
                   "'INSERT INTO tenant.calls VALUES (current_user) RETURNING true'")
         t.execute("ALTER TABLE tenant.t ENABLE ROW LEVEL SECURITY")
         t.execute("CREATE POLICY p ON tenant.t USING (tenant.spy())")
-        t.execute(sql.SQL("GRANT USAGE ON SCHEMA tenant TO {r}; GRANT SELECT ON tenant.t TO {r}").format(
-            r=sql.Identifier(runner)))
+        t.execute(sql.SQL("GRANT USAGE ON SCHEMA tenant TO {r}; GRANT SELECT, UPDATE ON tenant.t TO {r}").format(
+            r=sql.Identifier(runner)))  # (UPDATE: to hold the table while checking it, revision 28)
     one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", runner_dsn),
                    "row-level security policies of tenant.t")
     assert conn.execute("SELECT count(*) FROM tenant.calls").fetchone()[0] == 0
 
 
-def _plant_index_function(name: str, tenant_dsn: str) -> None:
-    """The tenant indexes its table on an expression calling its own IMMUTABLE function, which
-    tries to make the tenant a superuser when a superuser runs it (the planner may fold it
-    while planning any read of the table)."""
+def _plant_function(name: str, tenant_dsn: str) -> None:
+    """The tenant's own IMMUTABLE function ``tenant.k()``, which tries to make the tenant a
+    superuser when a superuser runs it (the planner may fold it while planning any read of a
+    table with an index or statistics on it)."""
     with psycopg.connect(tenant_dsn, autocommit=True) as t:
         t.execute(sql.SQL("""CREATE FUNCTION tenant.k() RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
             BEGIN
@@ -606,6 +606,12 @@ def _plant_index_function(name: str, tenant_dsn: str) -> None:
                 END IF;
                 RETURN 1;
             END $$""").format(sql.Identifier(name)))
+
+
+def _plant_index_function(name: str, tenant_dsn: str) -> None:
+    """The tenant indexes its table on an expression calling its own function (``_plant_function``)."""
+    _plant_function(name, tenant_dsn)
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
         t.execute("CREATE INDEX ON tenant.t ((id + tenant.k()))")
 
 
@@ -777,3 +783,99 @@ def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(c
     one_line_error(cli("index", "tenant.t", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn),
                    "function tenant.k()", f"which {name} made")
     assert not _is_superuser(conn, name)
+
+
+@pytest.mark.parametrize("ddl", ["CREATE INDEX ON tenant.t ((id + tenant.k()))",
+                                 "CREATE STATISTICS tenant.s ON (id + tenant.k()), body FROM tenant.t"],
+                         ids=["index", "statistics"])
+def test_the_owner_cannot_add_code_to_the_table_while_a_run_reads_it(conn, dsn, tenant, ddl):
+    """The check is made once per run, under the table's lock, and the run reads the table for
+    a long time after (every chunk, every worker's range): the lock must hold off what the
+    check looks for. CREATE INDEX (SHARE) and CREATE STATISTICS (SHARE UPDATE EXCLUSIVE) do
+    not conflict with ACCESS SHARE, revision 24's lock: an index on the owner's IMMUTABLE
+    function, added mid-run, was folded while planning the next read, as the superuser.
+    Revision 28's SHARE UPDATE EXCLUSIVE makes the owner's DDL wait for the run."""
+    name, tenant_dsn = tenant
+    pgdedup.migrate(dsn)
+    _plant_function(name, tenant_dsn)
+    blocker = psycopg.connect(dsn)
+    blocker.execute("LOCK TABLE pgdedup.band_keys IN ACCESS EXCLUSIVE MODE")  # holds the run after its check
+    try:
+        run = cli_background("index", "tenant.t", "--key", "id", "--text", "body", "--name", "t", "--no-progress",
+                             "--dsn", dsn)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                       "WHERE l.relation = 'tenant.t'::regclass AND l.granted "
+                       "AND a.application_name = 'pgdedup index (source lock)')", run=run)
+        with psycopg.connect(make_conninfo(tenant_dsn, options="-c lock_timeout=300"), autocommit=True) as t:
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                t.execute(ddl)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert not _is_superuser(conn, name)
+
+
+def test_a_role_that_may_only_read_another_roles_table_is_refused_unread(conn, dsn, tenant, make_role):
+    """Holding a table against its owner's DDL takes UPDATE, DELETE or TRUNCATE on it
+    (PostgreSQL's rule for LOCK TABLE). A role granted only SELECT on the tenant's table cannot,
+    and is refused before any read (PD006, naming the grant); granted UPDATE, it indexes."""
+    tenant_name, tenant_dsn = tenant
+    pgdedup.migrate(dsn)
+    reader, reader_dsn = make_role("reader")
+    for grant in APP_GRANTS[:3]:
+        conn.execute(sql.SQL(grant).format(sql.Identifier(reader)))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA tenant TO {}").format(sql.Identifier(reader)))
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute(sql.SQL("GRANT SELECT ON tenant.t TO {}").format(sql.Identifier(reader)))
+    args = ("index", "tenant.t", "--key", "id", "--text", "body", "--name", "t", "--no-progress", "--dsn", reader_dsn)
+    one_line_error(cli(*args), f"tenant.t is owned by {tenant_name}", f"GRANT UPDATE ON tenant.t TO {reader}")
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 0
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute(sql.SQL("GRANT UPDATE ON tenant.t TO {}").format(sql.Identifier(reader)))
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 30
+
+
+def test_a_pgdedup_schema_made_by_another_role_is_never_used_by_a_superuser(conn, dsn, make_role):
+    """A role that may create schemas (the database's owner, often an application's role) makes
+    the schema ``pgdedup`` before the superuser first migrates: the superuser's migrate would
+    fill a schema whose owner may replace every function in it. Refused with nothing created;
+    and a planted ``pgdedup_version`` at head with the role's own ``guard_source`` is refused
+    before any pgdedup function runs (it would have run as the superuser)."""
+    squatter, squatter_dsn = make_role("squatter")
+    conn.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(sql.Identifier(conn.info.dbname),
+                                                                        sql.Identifier(squatter)))
+    with psycopg.connect(squatter_dsn, autocommit=True) as s:
+        s.execute("CREATE SCHEMA pgdedup")
+    one_line_error(cli("migrate", "--dsn", dsn), "the schema pgdedup in pgdedup's schema is owned by " + squatter)
+    assert conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'pgdedup'::regnamespace").fetchone()[0] == 0
+    with psycopg.connect(squatter_dsn, autocommit=True) as s:
+        s.execute("CREATE TABLE pgdedup.pgdedup_version (version_num text)")
+        s.execute("INSERT INTO pgdedup.pgdedup_version VALUES (%s)", (HEAD,))
+        s.execute(sql.SQL("""CREATE FUNCTION pgdedup.guard_source(text, text, text, text, text[], text) RETURNS "char"
+            LANGUAGE plpgsql AS $$ BEGIN
+                IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE {} SUPERUSER';
+                END IF;
+                RETURN 'r';
+            END $$""").format(sql.Identifier(squatter)))
+    _docs(conn, "docs", seed=5)
+    one_line_error(cli("index", "docs", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn),
+                   "is owned by " + squatter)
+    assert not _is_superuser(conn, squatter)
+    conn.execute("DROP SCHEMA pgdedup CASCADE")
+
+
+def test_a_superuser_runs_no_function_another_role_put_in_pgdedups_schema(conn, dsn, make_role):
+    """The schema is the superuser's, but a role was given CREATE on it: its function in there
+    (an overload pgdedup's calls could resolve to) makes every command refuse, migrate too."""
+    pgdedup.migrate(dsn)
+    planter, planter_dsn = make_role("planter")
+    conn.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA pgdedup TO {}").format(sql.Identifier(planter)))
+    with psycopg.connect(planter_dsn, autocommit=True) as p:
+        p.execute("CREATE FUNCTION pgdedup.similarity(text, text) RETURNS float8 LANGUAGE sql AS 'SELECT 1.0'")
+    for args in (("migrate",), ("status",)):
+        one_line_error(cli(*args, "--dsn", dsn), "the function pgdedup.similarity(text,text)", f"owned by {planter}")
