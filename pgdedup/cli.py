@@ -353,7 +353,8 @@ def run(args: argparse.Namespace) -> None:
         _emit(args, written.summary(), asdict(written))
     elif args.command == "track":
         on = track(args.name, on=not args.off, dsn=args.dsn)
-        _emit(args, f"{args.name}: tracked (the next index compares every row once, then signs just the queued keys)"
+        _emit(args, f"{args.name}: tracked (the next index compares every row once and the next dedupe decides "
+                    "in full; then they take just the queued keys)"
               if on else f"{args.name}: not tracked any more (index compares every row)",
               {"name": args.name, "tracked": on})
     elif args.command == "watch":

@@ -24,8 +24,9 @@ def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
     """Start (``on``) or stop tracking the source table of collection ``name``.
 
     Starting installs four statement-level triggers (insert, update, delete, truncate) that
-    queue keys and send ``NOTIFY pgdedup, '<collection id>'``; the next ``index`` compares every
-    row once to catch up with what happened before. Stopping removes them and empties the queue,
+    queue keys and send ``NOTIFY pgdedup, '<collection id>'``; to catch up with what happened
+    before, the next ``index`` compares every row once and the next ``dedupe`` of each target
+    decides in full (a keep-order change made while untracked is seen by no index). Stopping removes them and empties the queue,
     after logging the queued keys as changed (the next incremental dedupe re-examines them). Each
     takes the table's lock for the instant of creating or dropping the triggers (waiting at
     most ``lock_timeout``, 5 s unless the session sets one). Returns whether it is tracked now.

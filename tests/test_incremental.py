@@ -217,6 +217,57 @@ def test_track_off_keeps_a_queued_keep_order_edit_for_the_next_dedupe(conn, dsn)
     assert conn.execute(marks).fetchall() == [(1, 2), (2, None)]  # what a full run decides
 
 
+def _pair_marked(conn, dsn) -> str:
+    """Table ``a``: two near-copies (1 kept, 2 its duplicate by ``pub``), indexed and deduped,
+    untracked; returns the query of its marks."""
+    body = " ".join(f"w{i}" for i in range(40))
+    conn.execute("CREATE TABLE a (id int PRIMARY KEY, body text, pub int)")
+    conn.execute("INSERT INTO a VALUES (1, %s, 1), (2, %s, 2)", (body, body + " x"))
+    conn.commit()
+    pgdedup.index("a", "id", ["body"], dsn=dsn, progress=False)
+    pgdedup.dedupe("a", keep_order="pub", dsn=dsn)
+    marks = "SELECT id, duplicate_of FROM a ORDER BY id"
+    assert conn.execute(marks).fetchall() == [(1, None), (2, 1)]
+    conn.commit()
+    return marks
+
+
+@pytest.mark.parametrize("how", ["DELETE FROM a WHERE id = 2", "TRUNCATE a"])
+def test_an_untracked_row_inserted_again_gets_its_mark_back(conn, dsn, how):
+    """A row of an untracked table deleted and inserted again with its key and text (or the
+    table truncated and reloaded) comes back with no mark; index compares texts and sees nothing
+    changed, so the incremental dedupe must compare the column with the stored marks (revision
+    29), or the row looks kept for good while a full run marks it."""
+    marks = _pair_marked(conn, dsn)
+    rows = conn.execute("SELECT id, body, pub FROM a ORDER BY id").fetchall()
+    conn.execute(how)
+    conn.cursor().executemany("INSERT INTO a (id, body, pub) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING", rows)
+    conn.commit()
+    assert conn.execute(marks).fetchall() == [(1, None), (2, None)]
+    pgdedup.index("a", dsn=dsn, progress=False)
+    result = pgdedup.dedupe("a", keep_order="pub", dsn=dsn)
+    assert result.kind == "incremental" and result.duplicates == 1
+    assert conn.execute(marks).fetchall() == [(1, None), (2, 1)]  # what a full run writes
+
+
+def test_tracking_started_after_an_untracked_keep_order_edit_decides_it(conn, dsn):
+    """A keep-order edit made while untracked is seen by no index (it compares texts): when
+    tracking starts, its catch-up must include the decision, so the next dedupe decides in full
+    (revision 29) and every later incremental one starts from there."""
+    marks = _pair_marked(conn, dsn)
+    conn.execute("UPDATE a SET pub = 0 WHERE id = 2")
+    conn.commit()
+    pgdedup.track("a", dsn=dsn)
+    pgdedup.index("a", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("a", keep_order="pub", dsn=dsn).kind == "full"
+    assert conn.execute(marks).fetchall() == [(1, 2), (2, None)]
+    conn.execute("UPDATE a SET pub = 3 WHERE id = 2")  # tracked now: queued, decided incrementally
+    conn.commit()
+    pgdedup.index("a", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("a", keep_order="pub", dsn=dsn).kind == "incremental"
+    assert conn.execute(marks).fetchall() == [(1, None), (2, 1)]
+
+
 def test_drop_holds_the_tables_strong_lock_only_to_remove_its_triggers(conn, dsn, docs):
     """DROP TRIGGER takes the table's ACCESS EXCLUSIVE lock until commit: held through the whole
     drop (unmarking, deleting every signature), it blocked readers of the table for as long."""
