@@ -69,8 +69,9 @@ def check_owners(conn: psycopg.Connection) -> None:
 def untrusted(kind: str, name: str, owner: str) -> UnsafeOperation:
     """The error for a row of ``UNTRUSTED_OBJECT`` (also raised by the migrations' environment,
     which reads it through the application's SQLAlchemy connection)."""
+    what = "the schema pgdedup" if kind == "schema" else f"the {kind} {name} in schema pgdedup"
     return UnsafeOperation(
-        f"the {kind} {name} in pgdedup's schema is owned by {owner}, who could run code with your rights "
+        f"{what} is owned by {owner}, who could run code with your rights "
         f"through it; run pgdedup as {owner}, or have a superuser check the schema and give it to a role "
         "you trust (ALTER SCHEMA pgdedup OWNER TO ..., and the same for its objects)")
 

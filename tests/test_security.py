@@ -850,7 +850,7 @@ def test_a_pgdedup_schema_made_by_another_role_is_never_used_by_a_superuser(conn
                                                                         sql.Identifier(squatter)))
     with psycopg.connect(squatter_dsn, autocommit=True) as s:
         s.execute("CREATE SCHEMA pgdedup")
-    one_line_error(cli("migrate", "--dsn", dsn), "the schema pgdedup in pgdedup's schema is owned by " + squatter)
+    one_line_error(cli("migrate", "--dsn", dsn), "the schema pgdedup is owned by " + squatter)
     assert conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'pgdedup'::regnamespace").fetchone()[0] == 0
     with psycopg.connect(squatter_dsn, autocommit=True) as s:
         s.execute("CREATE TABLE pgdedup.pgdedup_version (version_num text)")
