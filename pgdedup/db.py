@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import weakref
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import psycopg
@@ -237,16 +238,12 @@ def check_source(conn: psycopg.Connection, source: Source, collection: str | Non
 
 
 def guard_source(conn: psycopg.Connection, source: Source, collection: str | None = None) -> str:
-    """``check_source`` under the source's lock (``pgdedup.guard_source``), taken first in
-    ``conn``'s current transaction and held to its end. For a table another role owns (not a
-    superuser, not pgdedup's owner) it is SHARE UPDATE EXCLUSIVE (revision 28): ALTER TABLE,
-    CREATE INDEX, CREATE STATISTICS and ATTACH PARTITION, through which that owner could add code
-    ``check_source`` looks for, then wait for the transaction (reads and writes of the table do
-    not); a role that may only read such a table cannot take it and is refused
-    (``UnsafeOperation``). Any other table (nobody else may add such code to it) is held in
-    ACCESS SHARE, which ALTER TABLE waits for. Without the lock, an owner's change committed
-    between the check and a later read would have that read run the owner's code (a change not
-    yet committed at the check is waited for by the lock and then seen). Every transaction that reads the source calls it, or runs while one that did is open
+    """``check_source`` under the source's ACCESS SHARE lock (``pgdedup.guard_source``), taken
+    first in ``conn``'s current transaction and held to its end: ALTER TABLE then waits for that
+    transaction. Without the lock, an owner's ALTER committed between the check and a later read
+    would have that read run the owner's code (a change not yet committed at the check is waited
+    for by the lock and then seen). CREATE INDEX, CREATE STATISTICS and ATTACH PARTITION do not
+    wait for it: where pgdedup only reads, ``hold_source`` holds them off too. Every transaction that reads the source calls it, or runs while one that did is open
     (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
     foreign table cannot be locked (LOCK TABLE refuses them): one another non-superuser role
     owns is refused, any other is checked without a lock. Returns the source's ``relkind``, as
@@ -256,6 +253,34 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
     return _source_call(conn, "guard_source", source, collection)
+
+
+def hold_source(conn: psycopg.Connection, source: Source) -> None:
+    """Hold, to the end of ``conn``'s transaction, every table of ``source``'s read set (what a
+    view reads, partitions, children) that another role owns, against its owner adding an index,
+    extended statistics or a partition whose functions the planner would run with this role's
+    rights (``pgdedup.hold_source``, revision 30: SHARE UPDATE EXCLUSIVE; reads and writes of the
+    table go on). Only for a transaction that writes nothing of the table and reads while
+    pgdedup reads without writing it (an index run, exact checks): held by a transaction that
+    also writes the table, it could deadlock with an application's own.
+
+    Raises:
+        UnsafeOperation: the role may not take that lock on such a table (it needs UPDATE, DELETE
+            or TRUNCATE on it).
+    """
+    with translated():
+        conn.execute("SELECT pgdedup.hold_source(%s, %s)", (source.schema, source.table))
+
+
+@contextmanager
+def held(dsn: str, source: Source, application_name: str) -> Iterator[None]:
+    """``hold_source`` on a connection of its own for the body (given back at its end)."""
+    with connect(dsn, application_name=application_name) as conn:
+        hold_source(conn, source)
+        try:
+            yield
+        finally:
+            conn.rollback()
 
 
 def _source_call(conn: psycopg.Connection, function: str, source: Source, collection: str | None) -> str:

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
-from .db import Source, check_source, connect, guard_source, resolve_dsn, resolve_source
+from .db import Source, check_source, connect, guard_source, hold_source, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
@@ -437,6 +437,7 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         # the checks are pgdedup's SQL functions: a first run makes the schema, kept only if they pass
         require_head(writer, dsn, check=lambda conn: check_source(conn, source, name))
         partitioned = guard_source(guard, source, name) == "p"
+        hold_source(guard, source)  # and against its owners' new indexes, while the run reads it
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)

@@ -23,7 +23,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0029_catch_up"
+HEAD = "0030_hold"
 
 
 #: The first object of schema pgdedup (the schema included) whose owner the current role may not
@@ -41,7 +41,9 @@ objects (kind, name, owner) AS (
     UNION ALL SELECT 'type', t.oid::pg_catalog.regtype::text, t.typowner
               FROM pg_catalog.pg_type t JOIN ns ON t.typnamespace = ns.oid
     UNION ALL SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner
-              FROM pg_catalog.pg_operator o JOIN ns ON o.oprnamespace = ns.oid)
+              FROM pg_catalog.pg_operator o JOIN ns ON o.oprnamespace = ns.oid
+    UNION ALL SELECT 'create', 'CREATE', r.oid  -- who may add an object at any moment
+              FROM pg_catalog.pg_roles r JOIN ns ON pg_catalog.has_schema_privilege(r.oid, ns.oid, 'CREATE'))
 SELECT o.kind, o.name, r.rolname FROM objects o JOIN pg_catalog.pg_roles r ON r.oid = o.owner
 WHERE NOT (r.rolsuper OR r.rolname = current_user
            OR (o.owner = (SELECT ns.nspowner FROM ns)
@@ -56,7 +58,9 @@ def check_owners(conn: psycopg.Connection) -> None:
     ``pgdedup.pgdedup_version`` and functions: as the schema's owner it may then replace any
     function in it, and pgdedup, running as a superuser, would call them. So a superuser works
     only with a schema whose objects superusers own (or itself), and any role only with objects
-    owned by superusers, itself, or the schema's owner.
+    owned by superusers, itself, or the schema's owner. The same roles are the only ones that may
+    hold CREATE on the schema: another could add an object after this check (an overload that a
+    call with a smallint argument would pick, say) while the command runs.
 
     Raises:
         UnsafeOperation: the first object owned by another role (its kind, name and owner).
@@ -69,6 +73,10 @@ def check_owners(conn: psycopg.Connection) -> None:
 def untrusted(kind: str, name: str, owner: str) -> UnsafeOperation:
     """The error for a row of ``UNTRUSTED_OBJECT`` (also raised by the migrations' environment,
     which reads it through the application's SQLAlchemy connection)."""
+    if kind == "create":
+        return UnsafeOperation(
+            f"{owner} may create objects in schema pgdedup, so could add code there (a function pgdedup's calls "
+            f"resolve to) while you run it; REVOKE CREATE ON SCHEMA pgdedup FROM {owner}, or run pgdedup as {owner}")
     what = "the schema pgdedup" if kind == "schema" else f"the {kind} {name} in schema pgdedup"
     return UnsafeOperation(
         f"{what} is owned by {owner}, who could run code with your rights "

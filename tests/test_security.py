@@ -16,6 +16,8 @@ database name and dropped at the end).
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -785,36 +787,85 @@ def test_an_index_whose_expression_is_the_owners_function_is_refused_unplanned(c
     assert not _is_superuser(conn, name)
 
 
-@pytest.mark.parametrize("ddl", ["CREATE INDEX ON tenant.t ((id + tenant.k()))",
-                                 "CREATE STATISTICS tenant.s ON (id + tenant.k()), body FROM tenant.t"],
+#: A source over the tenant's table, and the tenant's table under it: the table itself, a
+#: superuser's view of it, a superuser's partitioned table whose partition the tenant owns.
+SOURCES = {
+    "table": ("tenant.t", "tenant.t", ()),
+    "view": ("public.tv", "tenant.t", ("CREATE VIEW public.tv AS SELECT id, body FROM tenant.t",)),
+    "partition": ("public.pt", "tenant.pt1", (
+        "CREATE TABLE public.pt (id int PRIMARY KEY, body text) PARTITION BY RANGE (id)",
+        "CREATE TABLE tenant.pt1 PARTITION OF public.pt FOR VALUES FROM (0) TO (1000)",
+        "INSERT INTO public.pt SELECT id, body FROM tenant.t",
+        "ALTER TABLE tenant.pt1 OWNER TO {tenant}")),
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("ddl", ["CREATE INDEX ON {t} ((id + tenant.k()))",
+                                 "CREATE STATISTICS tenant.s ON (id + tenant.k()), body FROM {t}"],
                          ids=["index", "statistics"])
-def test_the_owner_cannot_add_code_to_the_table_while_a_run_reads_it(conn, dsn, tenant, ddl):
+def test_the_owner_cannot_add_code_to_the_table_while_a_run_reads_it(conn, dsn, tenant, ddl, source):
     """The check is made once per run, under the table's lock, and the run reads the table for
-    a long time after (every chunk, every worker's range): the lock must hold off what the
-    check looks for. CREATE INDEX (SHARE) and CREATE STATISTICS (SHARE UPDATE EXCLUSIVE) do
-    not conflict with ACCESS SHARE, revision 24's lock: an index on the owner's IMMUTABLE
-    function, added mid-run, was folded while planning the next read, as the superuser.
-    Revision 28's SHARE UPDATE EXCLUSIVE makes the owner's DDL wait for the run."""
+    a long time after (every chunk, every worker's range): the tenant's DDL must wait for the
+    run. CREATE INDEX (SHARE) and CREATE STATISTICS (SHARE UPDATE EXCLUSIVE) do not conflict
+    with ACCESS SHARE: an index on the tenant's IMMUTABLE function, added mid-run, was folded
+    while planning the next read, as the superuser. hold_source (revision 30) holds every table
+    of the source's read set that the tenant owns in SHARE UPDATE EXCLUSIVE: the table, the table
+    under a superuser's view, the tenant's partition of a superuser's table (revision 28 looked
+    at the named relation only, and LOCK TABLE gave those the view's or parent's mode)."""
     name, tenant_dsn = tenant
+    relation, tenants_table, setup = SOURCES[source]
     pgdedup.migrate(dsn)
+    for statement in setup:
+        conn.execute(sql.SQL(statement).format(tenant=sql.Identifier(name)))
     _plant_function(name, tenant_dsn)
     blocker = psycopg.connect(dsn)
     blocker.execute("LOCK TABLE pgdedup.band_keys IN ACCESS EXCLUSIVE MODE")  # holds the run after its check
     try:
-        run = cli_background("index", "tenant.t", "--key", "id", "--text", "body", "--name", "t", "--no-progress",
+        run = cli_background("index", relation, "--key", "id", "--text", "body", "--name", "t", "--no-progress",
                              "--dsn", dsn)
         wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                       "WHERE l.relation = 'tenant.t'::regclass AND l.granted "
-                       "AND a.application_name = 'pgdedup index (source lock)')", run=run)
+                       "WHERE l.relation = %s::regclass AND l.granted AND l.mode = 'ShareUpdateExclusiveLock' "
+                       "AND a.application_name = 'pgdedup index (source lock)')", (tenants_table,), run=run)
         with psycopg.connect(make_conninfo(tenant_dsn, options="-c lock_timeout=300"), autocommit=True) as t:
             with pytest.raises(psycopg.errors.LockNotAvailable):
-                t.execute(ddl)
+                t.execute(ddl.format(t=tenants_table))
     finally:
         blocker.rollback()
         blocker.close()
     out, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     assert not _is_superuser(conn, name)
+
+
+def test_marking_another_roles_table_does_not_hold_it_against_its_applications(conn, dsn, tenant):
+    """hold_source is for reading only: a marking transaction that held the tenant's table in
+    SHARE UPDATE EXCLUSIVE (revision 28) deadlocked with the tenant's own transaction that had
+    updated a row to be marked and then ran ANALYZE (a common load step): PostgreSQL aborts one
+    of the two. Marking holds ACCESS SHARE, as before: the tenant's ANALYZE goes through, the
+    marking waits for its row, and both finish."""
+    name, tenant_dsn = tenant
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("INSERT INTO tenant.t SELECT g, 'some text about item number 1' FROM generate_series(31, 35) g")
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    pgdedup.dedupe("t", dsn=dsn)
+    pgdedup.unmark("t", dsn=dsn)
+    app = psycopg.connect(tenant_dsn)
+    app.execute("UPDATE tenant.t SET body = body WHERE id = 31")  # a row the marking writes
+    try:
+        run = subprocess.Popen([sys.executable, "-c", "import sys, psycopg; c = psycopg.connect(sys.argv[1], "
+                                "application_name='pgdedup mark t', autocommit=True); "
+                                "print(c.execute(\"SELECT * FROM pgdedup.mark_duplicates('t')\").fetchone())", dsn],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgdedup mark t' "
+                       "AND wait_event_type = 'Lock')", run=run)
+        app.execute("ANALYZE tenant.t")
+        app.commit()
+    finally:
+        app.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert conn.execute("SELECT count(duplicate_of) FROM tenant.t").fetchone()[0] == 5
 
 
 def test_a_role_that_may_only_read_another_roles_table_is_refused_unread(conn, dsn, tenant, make_role):
@@ -875,6 +926,9 @@ def test_a_superuser_runs_no_function_another_role_put_in_pgdedups_schema(conn, 
     pgdedup.migrate(dsn)
     planter, planter_dsn = make_role("planter")
     conn.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA pgdedup TO {}").format(sql.Identifier(planter)))
+    # the grant alone: the role could add such a function while a command runs, after its check
+    one_line_error(cli("status", "--dsn", dsn), f"{planter} may create objects in schema pgdedup",
+                   f"REVOKE CREATE ON SCHEMA pgdedup FROM {planter}")
     with psycopg.connect(planter_dsn, autocommit=True) as p:
         p.execute("CREATE FUNCTION pgdedup.similarity(text, text) RETURNS float8 LANGUAGE sql AS 'SELECT 1.0'")
     for args in (("migrate",), ("status",)):
