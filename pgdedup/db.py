@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import psycopg
@@ -243,7 +242,7 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     transaction. Without the lock, an owner's ALTER committed between the check and a later read
     would have that read run the owner's code (a change not yet committed at the check is waited
     for by the lock and then seen). CREATE INDEX, CREATE STATISTICS and ATTACH PARTITION do not
-    wait for it: where pgdedup only reads, ``hold_source`` holds them off too. Every transaction that reads the source calls it, or runs while one that did is open
+    wait for it: an index run also holds them off (``hold_source``). Every transaction that reads the source calls it, or runs while one that did is open
     (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
     foreign table cannot be locked (LOCK TABLE refuses them): one another non-superuser role
     owns is refused, any other is checked without a lock. Returns the source's ``relkind``, as
@@ -260,9 +259,11 @@ def hold_source(conn: psycopg.Connection, source: Source) -> None:
     view reads, partitions, children) that another role owns, against its owner adding an index,
     extended statistics or a partition whose functions the planner would run with this role's
     rights (``pgdedup.hold_source``, revision 30: SHARE UPDATE EXCLUSIVE; reads and writes of the
-    table go on). Only for a transaction that writes nothing of the table and reads while
-    pgdedup reads without writing it (an index run, exact checks): held by a transaction that
-    also writes the table, it could deadlock with an application's own.
+    table go on). Taken by an index run on its source-lock connection, before the source is
+    checked there (so an index committed while it waited is seen by the check), and only there:
+    that connection writes nothing and holds nothing else. Held by a transaction that writes the
+    table, or next to one that holds the table on another connection, it could deadlock with an
+    application's own (revision 28's lesson).
 
     Raises:
         UnsafeOperation: the role may not take that lock on such a table (it needs UPDATE, DELETE
@@ -270,17 +271,6 @@ def hold_source(conn: psycopg.Connection, source: Source) -> None:
     """
     with translated():
         conn.execute("SELECT pgdedup.hold_source(%s, %s)", (source.schema, source.table))
-
-
-@contextmanager
-def held(dsn: str, source: Source, application_name: str) -> Iterator[None]:
-    """``hold_source`` on a connection of its own for the body (given back at its end)."""
-    with connect(dsn, application_name=application_name) as conn:
-        hold_source(conn, source)
-        try:
-            yield
-        finally:
-            conn.rollback()
 
 
 def _source_call(conn: psycopg.Connection, function: str, source: Source, collection: str | None) -> str:

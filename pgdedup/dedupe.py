@@ -7,14 +7,13 @@ this module only calls them, so a psql user and a CLI user get exactly the same 
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from psycopg import sql
 
 from .collections import get
 from .connection import Db, session
-from .db import guard_source, held, table_columns
+from .db import guard_source, table_columns
 from .errors import InvalidArgument, translated
 from .exact import store_checks, verify_exact
 from .progress import Progress
@@ -121,8 +120,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
-        with shown.stage("every candidate checked exactly"), \
-                (held(s.dsn, coll.source, f"pgdedup dedupe {name} (source lock)") if s.dsn else nullcontext()):
+        with shown.stage("every candidate checked exactly"):
             verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order, progress=shown.on)
         if alter:
             row = conn.execute("SELECT * FROM pgdedup.mark_duplicates(%s, %s, %s, %s, %s, %s)",

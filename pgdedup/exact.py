@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from .collections import Collection
 from .copybin import copy_into
-from .db import connect, held
+from .db import connect
 from .errors import PgdedupError, StaleResults
 from .features import features
 from .hashing import partition_salts
@@ -285,8 +285,6 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
     batches = list(_batches(todo, BATCH))
     processes = min(os.cpu_count() or 1, len(batches))
     with ExitStack() as stack:
-        if dsn is not None and batches:  # the source's tables of other roles, while the checks read them
-            stack.enter_context(held(dsn, coll.source, f"pgdedup {coll.name} (source lock)"))
         if dsn is not None and processes > 1 and len(batches) >= PARALLEL_BATCHES:
             pool = ProcessPoolExecutor(processes, mp.get_context("spawn"), _start_checker, (dsn, coll, os.getpid()))
             stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on an error: no batch left running

@@ -14,7 +14,7 @@ from typing import Any
 
 from .collections import get
 from .connection import Db, session
-from .db import guard_source, hold_source, source_texts
+from .db import guard_source, source_texts
 from .errors import RowNotFound, translated
 from .exact import common, jaccard
 from .features import features
@@ -107,7 +107,6 @@ def explain(name: str, key_a: str, key_b: str, *, dsn: Db = None) -> Explanation
         conn = s.conn
         coll = get(conn, name)
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
-        hold_source(conn, coll.source)  # (a read-only transaction)
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(
             "SELECT * FROM pgdedup.explain(%s, %s::text, %s::text)", (name, str(key_a), str(key_b))).fetchone()
         src = coll.source

@@ -436,8 +436,10 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         guard.commit()
         # the checks are pgdedup's SQL functions: a first run makes the schema, kept only if they pass
         require_head(writer, dsn, check=lambda conn: check_source(conn, source, name))
+        # the other roles' tables it reads are held against new indexes for the whole run, first,
+        # so that the check (under the table's own lock) sees any that committed while it waited
+        hold_source(guard, source)
         partitioned = guard_source(guard, source, name) == "p"
-        hold_source(guard, source)  # and against its owners' new indexes, while the run reads it
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)

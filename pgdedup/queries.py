@@ -14,7 +14,7 @@ import psycopg
 
 from .collections import Collection, get
 from .connection import Db, session
-from .db import guard_source, hold_source
+from .db import guard_source
 from .errors import InvalidArgument, translated
 from .exact import check_ambiguous, verify_exact
 from .progress import Progress
@@ -44,7 +44,6 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         if verify != "estimate":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
             guard_source(conn, coll.source, name)  # the checks re-read the source
-            hold_source(conn, coll.source)  # (this transaction writes nothing of it)
             with shown.stage(f"candidates checked exactly ({verify})"):
                 (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
         with conn.cursor(name="pgdedup_pairs") as cur, shown.stage("every pair found and sent"):

@@ -23,7 +23,7 @@ from typing import Any
 
 from .collections import Collection, get
 from .connection import Db, session
-from .db import guard_source, hold_source, source_texts
+from .db import guard_source, source_texts
 from .errors import InvalidArgument, translated
 from .normalise import normalise, tokens
 from .progress import Progress
@@ -99,7 +99,6 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         conn = s.conn
         coll = get(conn, name)
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
-        hold_source(conn, coll.source)  # (a read-only transaction)
         target = conn.execute("SELECT target FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
                               "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
         if target is None:

@@ -31,7 +31,7 @@ HEAD = "0030_hold"
 #: that is not a superuser, also the schema's owner (the role that ran the migrations, whose
 #: functions it runs by design, docs/security.md).
 UNTRUSTED_OBJECT = """
-WITH ns AS (SELECT n.oid, n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'pgdedup'),
+WITH ns AS (SELECT n.oid, n.nspowner, n.nspacl FROM pg_catalog.pg_namespace n WHERE n.nspname = 'pgdedup'),
 objects (kind, name, owner) AS (
     SELECT 'schema', 'pgdedup', ns.nspowner FROM ns
     UNION ALL SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner
@@ -42,12 +42,12 @@ objects (kind, name, owner) AS (
               FROM pg_catalog.pg_type t JOIN ns ON t.typnamespace = ns.oid
     UNION ALL SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner
               FROM pg_catalog.pg_operator o JOIN ns ON o.oprnamespace = ns.oid
-    UNION ALL SELECT 'create', 'CREATE', r.oid  -- who may add an object at any moment
-              FROM pg_catalog.pg_roles r JOIN ns ON pg_catalog.has_schema_privilege(r.oid, ns.oid, 'CREATE'))
-SELECT o.kind, o.name, r.rolname FROM objects o JOIN pg_catalog.pg_roles r ON r.oid = o.owner
-WHERE NOT (r.rolsuper OR r.rolname = current_user
-           OR (o.owner = (SELECT ns.nspowner FROM ns)
-               AND NOT (SELECT m.rolsuper FROM pg_catalog.pg_roles m WHERE m.rolname = current_user)))
+    UNION ALL SELECT 'create', 'CREATE', a.grantee  -- granted CREATE: may add an object at any moment
+              FROM ns, pg_catalog.aclexplode(ns.nspacl) a WHERE a.privilege_type = 'CREATE')
+SELECT o.kind, o.name, coalesce(r.rolname, 'PUBLIC') FROM objects o LEFT JOIN pg_catalog.pg_roles r ON r.oid = o.owner
+WHERE NOT coalesce(r.rolsuper OR r.rolname = current_user
+                   OR (o.owner = (SELECT ns.nspowner FROM ns)
+                       AND NOT (SELECT m.rolsuper FROM pg_catalog.pg_roles m WHERE m.rolname = current_user)), false)
 LIMIT 1"""
 
 
@@ -59,8 +59,9 @@ def check_owners(conn: psycopg.Connection) -> None:
     function in it, and pgdedup, running as a superuser, would call them. So a superuser works
     only with a schema whose objects superusers own (or itself), and any role only with objects
     owned by superusers, itself, or the schema's owner. The same roles are the only ones that may
-    hold CREATE on the schema: another could add an object after this check (an overload that a
-    call with a smallint argument would pick, say) while the command runs.
+    be granted CREATE on the schema (PUBLIC neither): another could add an object after this
+    check (an overload that a call with a smallint argument would pick, say) while the command
+    runs. (Members of a trusted role act as it: its grant is theirs, and not looked at.)
 
     Raises:
         UnsafeOperation: the first object owned by another role (its kind, name and owner).

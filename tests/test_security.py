@@ -933,3 +933,42 @@ def test_a_superuser_runs_no_function_another_role_put_in_pgdedups_schema(conn, 
         p.execute("CREATE FUNCTION pgdedup.similarity(text, text) RETURNS float8 LANGUAGE sql AS 'SELECT 1.0'")
     for args in (("migrate",), ("status",)):
         one_line_error(cli(*args, "--dsn", dsn), "the function pgdedup.similarity(text,text)", f"owned by {planter}")
+
+
+def test_an_index_the_owner_commits_while_the_run_waits_for_the_table_is_checked(conn, dsn, tenant):
+    """The tenant's CREATE INDEX, not committed when the run starts, holds SHARE: the run's hold
+    (SHARE UPDATE EXCLUSIVE) waits for it, and only then is the table checked, so the index is
+    seen and the run refused before any read. Checked first and held after, the check missed it
+    and the run read the table with it in place."""
+    name, tenant_dsn = tenant
+    pgdedup.migrate(dsn)
+    _plant_function(name, tenant_dsn)
+    with psycopg.connect(tenant_dsn) as t:
+        t.execute("CREATE INDEX ON tenant.t ((id + tenant.k()))")  # not committed yet
+        run = cli_background("index", "tenant.t", "--key", "id", "--text", "body", "--name", "t", "--no-progress",
+                             "--dsn", dsn)
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = "
+                       "'pgdedup index (source lock)' AND wait_event_type = 'Lock')", run=run)
+        t.commit()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 1 and "function tenant.k()" in err and len(err.strip().splitlines()) == 1, err
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 0
+
+
+def test_members_of_the_schemas_owner_are_trusted_as_it(conn, dsn, make_role):
+    """A role that owns pgdedup's schema (it ran migrate) and has members: their CREATE is the
+    owner's, inherited, not a grant of their own, and no reason to refuse the owner's runs."""
+    owner, owner_dsn = make_role("owner")
+    member, _ = make_role("member")
+    conn.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(sql.Identifier(conn.info.dbname),
+                                                                        sql.Identifier(owner)))
+    conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(owner), sql.Identifier(member)))
+    with psycopg.connect(owner_dsn, autocommit=True) as o:
+        o.execute("CREATE SCHEMA app")
+        o.execute("CREATE TABLE app.own (id int PRIMARY KEY, body text)")
+        o.execute("INSERT INTO app.own SELECT g, 'words about the item number ' || g FROM generate_series(1, 20) g")
+    assert cli("migrate", "--dsn", owner_dsn).returncode == 0
+    proc = cli("index", "app.own", "--key", "id", "--text", "body", "--no-progress", "--dsn", owner_dsn)
+    assert proc.returncode == 0, proc.stderr
+    conn.execute("DROP SCHEMA pgdedup CASCADE")
+    conn.execute("DROP SCHEMA app CASCADE")
