@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import weakref
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
-from .errors import InvalidArgument, PgdedupError, UnsafeOperation, translated
+from .errors import CollectionBusy, InvalidArgument, PgdedupError, UnsafeOperation, translated
 
 #: The search_path of every pgdedup session: no object of another schema can stand in for a
 #: built-in function or operator, and pgdedup's own objects are always schema-qualified.
@@ -252,6 +253,36 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
         SourceMissing, UnsafeOperation: as ``check_source``.
     """
     return _source_call(conn, "guard_source", source, collection)
+
+
+#: How long a helper session of a run (an index worker, an exact-check process) waits for a lock
+#: on the source before it gives way (``beside_the_run``).
+BESIDE_LOCK_TIMEOUT = "2s"
+
+
+@contextmanager
+def beside_the_run(conn: psycopg.Connection, source: Source) -> Iterator[None]:
+    """Read ``source`` on ``conn``, a helper session of a run whose own session already holds the
+    table (index workers, exact-check processes), giving way to anyone waiting for the table.
+
+    Such a read never has to wait for the table: the run holds it, so nothing that conflicts can
+    hold it too. If it waits, someone is waiting for a stronger lock (an application's ALTER
+    TABLE, VACUUM FULL, TRUNCATE), queued behind the run and ahead of the read: the read waits
+    for it, it waits for the run, and the run waits for the read in Python, where PostgreSQL's
+    deadlock detector cannot see it. Everything then hangs, and every query of the table queues
+    behind the waiting DDL (found by test: an ALTER during a dedupe's exact checks). So the read
+    gives up after ``BESIDE_LOCK_TIMEOUT``, and the run stops and lets the DDL through.
+
+    Raises:
+        CollectionBusy: the read gave way (the message says why and what to do).
+    """
+    conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, false)", (BESIDE_LOCK_TIMEOUT,))
+    try:
+        yield
+    except psycopg.errors.LockNotAvailable:
+        raise CollectionBusy(f"another session is waiting to change {source.label} (ALTER TABLE, VACUUM FULL, "
+                             "TRUNCATE, ...): this run held the table and stopped rather than hold it up; run "
+                             "again once it is done") from None
 
 
 def hold_source(conn: psycopg.Connection, source: Source) -> None:

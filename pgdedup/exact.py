@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from .collections import Collection
 from .copybin import copy_into
-from .db import connect
+from .db import beside_the_run, connect
 from .errors import PgdedupError, StaleResults
 from .features import features
 from .hashing import partition_salts
@@ -257,7 +257,8 @@ def _start_checker(dsn: str, coll: Collection, parent: int) -> None:
 def _check_in_checker(batch: list[tuple[int, int]]) -> list[tuple[int, int, float]] | None:
     assert _checker is not None, "called in a process started by _start_checker"
     conn, coll = _checker
-    return _check_batch(conn, coll, "text_hash", batch)
+    with beside_the_run(conn, coll.source):
+        return _check_batch(conn, coll, "text_hash", batch)
 
 
 def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composable, dsn: str | None = None,

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
-from .db import Source, check_source, connect, guard_source, hold_source, resolve_dsn, resolve_source
+from .db import Source, beside_the_run, check_source, connect, guard_source, hold_source, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
@@ -230,7 +230,8 @@ def sign_range(job: RangeJob, lo: str | None, hi: str | None, report: Callable[[
     signed = 0
     app = f"pgdedup index {job.name} (worker)"
     with connect(job.dsn, autocommit=True, application_name=app) as writer, \
-            connect(job.dsn, application_name=app) as reader, reader.cursor(name="pgdedup_index") as cur:
+            connect(job.dsn, application_name=app) as reader, beside_the_run(reader, job.source), \
+            reader.cursor(name="pgdedup_index") as cur:
         # the join with pgdedup.signatures is planned on statistics that may not cover this
         # collection yet (a new collection, a resume after a crash): a nested loop planned for
         # "no rows" becomes quadratic, so only hash or merge joins are allowed here

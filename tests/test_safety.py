@@ -19,6 +19,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 import pgdedup
+from pgdedup import sample
 
 from clirun import cli, cli_background, one_line_error
 from crashes import wait_for
@@ -583,3 +584,38 @@ def test_a_view_is_refused_for_in_place_marking(conn, dsn, items):
     with pytest.raises(pgdedup.UnsafeOperation, match="is not a table.*--no-alter"):
         pgdedup.dedupe("items_v", dsn=dsn)
     assert pgdedup.dedupe("items_v", alter=False, dsn=dsn).duplicates == 8 * 3
+
+
+#: ``pgdedup`` with the exact checks cut into batches of 20 texts, so that a small table gives
+#: the checker processes several batches (argv: the CLI's arguments).
+SMALL_BATCHES = ("import sys, pgdedup.exact; pgdedup.exact.BATCH = 20; from pgdedup.cli import main; "
+                 "sys.exit(main(sys.argv[1:]))")
+
+
+def test_exact_checks_give_way_to_ddl_queued_behind_the_run(conn, dsn):
+    """An application's ALTER TABLE waits for the dedupe's lock on the table; the checker
+    processes' next reads then queued behind the ALTER, the ALTER waited for the dedupe, the
+    dedupe waited (in Python) for its checkers: a hang PostgreSQL cannot see, and every query of
+    the table queued behind the ALTER. The checkers now give up their wait after a moment, the
+    run stops with a one-line error, and the ALTER goes through."""
+    sample.load(conn, 2000, "feed", seed=3)
+    conn.commit()
+    pgdedup.index("feed", "feed_item_id", ["title", "content"], dsn=dsn, progress=False)
+    blocker = psycopg.connect(dsn)
+    blocker.execute("LOCK TABLE pgdedup.checked IN ACCESS EXCLUSIVE MODE")  # holds the run after its guard
+    run = subprocess.Popen([sys.executable, "-c", SMALL_BATCHES, "dedupe", "feed", "--dsn", dsn],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    alter = None
+    try:
+        wait_for(conn, _waiting("pgdedup dedupe feed"), run=run)
+        alter = subprocess.Popen([sys.executable, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1], "
+                                  "autocommit=True).execute('ALTER TABLE feed ADD COLUMN note text')", dsn])
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'feed'::regclass "
+                       "AND mode = 'AccessExclusiveLock' AND NOT granted)")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    out, err = run.communicate(timeout=120)
+    assert alter.wait(timeout=60) == 0
+    assert run.returncode == 1 and "another session is waiting to change public.feed" in err, err
+    assert "note" in _columns(conn, "feed")
