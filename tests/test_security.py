@@ -597,17 +597,22 @@ def test_views_and_policies_that_would_run_the_owners_code_are_refused(conn, dsn
 
 
 def _plant_function(name: str, tenant_dsn: str) -> None:
-    """The tenant's own IMMUTABLE function ``tenant.k()``, which tries to make the tenant a
-    superuser when a superuser runs it (the planner may fold it while planning any read of a
-    table with an index or statistics on it)."""
+    """The tenant's own IMMUTABLE function ``tenant.k()``, which makes the tenant a superuser
+    when a superuser runs it (the planner may fold it while planning any read of a table with an
+    index or statistics on it). It calls a VOLATILE helper for that: an IMMUTABLE function may
+    not run ALTER ROLE itself, and would only fail."""
     with psycopg.connect(tenant_dsn, autocommit=True) as t:
-        t.execute(sql.SQL("""CREATE FUNCTION tenant.k() RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+        t.execute(sql.SQL("""CREATE FUNCTION tenant.escalate() RETURNS void VOLATILE LANGUAGE plpgsql AS $$
             BEGIN
                 IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
                     EXECUTE 'ALTER ROLE {} SUPERUSER';
                 END IF;
-                RETURN 1;
             END $$""").format(sql.Identifier(name)))
+        t.execute("""CREATE FUNCTION tenant.k() RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM tenant.escalate();
+                RETURN 1;
+            END $$""")
 
 
 def _plant_index_function(name: str, tenant_dsn: str) -> None:
