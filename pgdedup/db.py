@@ -271,14 +271,20 @@ def beside_the_run(conn: psycopg.Connection, source: Source) -> Iterator[None]:
     for it, it waits for the run, and the run waits for the read in Python, where PostgreSQL's
     deadlock detector cannot see it. Everything then hangs, and every query of the table queues
     behind the waiting DDL (found by test: an ALTER during a dedupe's exact checks). So the read
-    gives up after ``BESIDE_LOCK_TIMEOUT``, and the run stops and lets the DDL through.
+    gives up after ``BESIDE_LOCK_TIMEOUT``, and the run stops and lets the DDL through. The same
+    holds for the run's main session when it reads the source on another connection than the
+    one holding the table (the index run's writer). The session's own setting is given back after
+    the body (inside a transaction the change is local to it).
 
     Raises:
         CollectionBusy: the read gave way (the message says why and what to do).
     """
-    conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, false)", (BESIDE_LOCK_TIMEOUT,))
+    local = conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    before = conn.execute("SELECT pg_catalog.current_setting('lock_timeout')").fetchone()[0]
+    conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, %s)", (BESIDE_LOCK_TIMEOUT, local))
     try:
         yield
+        conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, %s)", (before, local))
     except psycopg.errors.LockNotAvailable:
         raise CollectionBusy(f"another session is waiting to change {source.label} (ALTER TABLE, VACUUM FULL, "
                              "TRUNCATE, ...): this run held the table and stopped rather than hold it up; run "

@@ -442,7 +442,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         hold_source(guard, source)
         partitioned = guard_source(guard, source, name) == "p"
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
-        check_unique_key(writer, source)
+        with beside_the_run(writer, source):
+            check_unique_key(writer, source)
         coll = collections.find_or_create(writer, name, source, params)
         writer.execute("SELECT pgdedup.lock_collection(%s, true)", (coll.id,))
         try:
@@ -521,10 +522,11 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     """Compare every row: forget vanished rows, sign new and changed ones (key ranges signed
     here, by worker processes, or as tasks on ``client``'s cluster)."""
     _flush_staged(writer, coll.id)
-    removed = _remove_vanished(writer, source, coll.id)
-    source_rows, null_keys = writer.execute(
-        sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
-        .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
+    with beside_the_run(writer, source):  # the guard connection holds the table
+        removed = _remove_vanished(writer, source, coll.id)
+        source_rows, null_keys = writer.execute(
+            sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
+            .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
     show = sys.stderr.isatty() if progress is None else progress
     total = source_rows if coll.rows_indexed == 0 else None
     if workers is not None:
@@ -532,7 +534,8 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     else:
         parts = cluster.slots(client) if client is not None else default_workers(source_rows)
     # never a worker with less than a chunk of rows: each costs a process start and a connection
-    ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
+    with beside_the_run(writer, source):
+        ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
     bands = "band_keys_staged" if coll.rows_indexed == 0 and _stages(writer, source_rows, coll.params) else "band_keys"
     job = RangeJob(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
     with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:

@@ -16,7 +16,7 @@ from psycopg import sql
 
 from .collections import get
 from .connection import Db, session
-from .db import Source
+from .db import Source, beside_the_run
 from .errors import translated
 
 
@@ -74,7 +74,8 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
     no longer has, and logs the rows that changed only in other columns (their keep-order rank
     may have moved) for the incremental dedupe.
     """
-    rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
+    with beside_the_run(conn, source):  # (an index run's writer: its guard connection holds the table)
+        rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
     changed = [r[1:] for r in rows if not r[0]]
     present = {r[1] for r in rows}
     gone = [k for k in keys if k not in present]

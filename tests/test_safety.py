@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import pgdedup
@@ -592,6 +593,29 @@ SMALL_BATCHES = ("import sys, pgdedup.exact; pgdedup.exact.BATCH = 20; from pgde
                  "sys.exit(main(sys.argv[1:]))")
 
 
+def _ddl_queued_behind_a_run(conn, dsn, table: str, held_on: str, argv: list[str], app: str) -> str:
+    """Start the run ``argv`` (a process), hold it right after its guard by locking pgdedup's
+    table ``held_on``, queue an ``ALTER TABLE table`` behind the run's lock on ``table``, let the
+    run go on; returns the run's stderr once it has ended (after the ALTER went through)."""
+    blocker = psycopg.connect(dsn)
+    blocker.execute(sql.SQL("LOCK TABLE pgdedup.{} IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(held_on)))
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(conn, _waiting(app), run=run)
+        alter = subprocess.Popen([sys.executable, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1], "
+                                  "autocommit=True).execute(sys.argv[2])", dsn,
+                                  f"ALTER TABLE {table} ADD COLUMN note text"])
+        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = %s::regclass "
+                       "AND mode = 'AccessExclusiveLock' AND NOT granted)", (table,))
+    finally:
+        blocker.rollback()
+        blocker.close()
+    out, err = run.communicate(timeout=120)
+    assert alter.wait(timeout=60) == 0
+    assert run.returncode == 1, (out, err)
+    return err
+
+
 def test_exact_checks_give_way_to_ddl_queued_behind_the_run(conn, dsn):
     """An application's ALTER TABLE waits for the dedupe's lock on the table; the checker
     processes' next reads then queued behind the ALTER, the ALTER waited for the dedupe, the
@@ -601,21 +625,24 @@ def test_exact_checks_give_way_to_ddl_queued_behind_the_run(conn, dsn):
     sample.load(conn, 2000, "feed", seed=3)
     conn.commit()
     pgdedup.index("feed", "feed_item_id", ["title", "content"], dsn=dsn, progress=False)
-    blocker = psycopg.connect(dsn)
-    blocker.execute("LOCK TABLE pgdedup.checked IN ACCESS EXCLUSIVE MODE")  # holds the run after its guard
-    run = subprocess.Popen([sys.executable, "-c", SMALL_BATCHES, "dedupe", "feed", "--dsn", dsn],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    alter = None
-    try:
-        wait_for(conn, _waiting("pgdedup dedupe feed"), run=run)
-        alter = subprocess.Popen([sys.executable, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1], "
-                                  "autocommit=True).execute('ALTER TABLE feed ADD COLUMN note text')", dsn])
-        wait_for(conn, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'feed'::regclass "
-                       "AND mode = 'AccessExclusiveLock' AND NOT granted)")
-    finally:
-        blocker.rollback()
-        blocker.close()
-    out, err = run.communicate(timeout=120)
-    assert alter.wait(timeout=60) == 0
-    assert run.returncode == 1 and "another session is waiting to change public.feed" in err, err
+    err = _ddl_queued_behind_a_run(conn, dsn, "feed", "checked",  # read by the run after its guard only
+                                   [sys.executable, "-c", SMALL_BATCHES, "dedupe", "feed", "--dsn", dsn],
+                                   "pgdedup dedupe feed")
+    assert "another session is waiting to change public.feed" in err, err
     assert "note" in _columns(conn, "feed")
+
+
+def test_an_index_from_the_queue_gives_way_to_ddl_queued_behind_the_run(conn, dsn, items):
+    """The same cycle in an index run: its source-lock connection holds the table for the whole
+    run, and its main session reads the queued keys' rows on another connection, chunk after
+    chunk. An ALTER queued meanwhile made the next read wait for it, the ALTER wait for the
+    source-lock connection, idle in the same process: a hang. The read now gives way."""
+    pgdedup.track("items", dsn=dsn)
+    pgdedup.index("items", dsn=dsn, progress=False)
+    conn.execute("UPDATE items SET body = body || ' again'")
+    conn.commit()
+    err = _ddl_queued_behind_a_run(conn, dsn, "items", "queue",
+                                   [sys.executable, "-m", "pgdedup", "index", "items", "--chunk-size", "5",
+                                    "--no-progress", "--dsn", dsn], "pgdedup index items")
+    assert "another session is waiting to change public.items" in err, err
+    assert "note" in _columns(conn, "items")
