@@ -243,8 +243,9 @@ def guard_source(conn: psycopg.Connection, source: Source, collection: str | Non
     transaction. Without the lock, an owner's ALTER committed between the check and a later read
     would have that read run the owner's code (a change not yet committed at the check is waited
     for by the lock and then seen). CREATE INDEX, CREATE STATISTICS and ATTACH PARTITION do not
-    wait for it: an index run also holds them off (``hold_source``). Every transaction that reads the source calls it, or runs while one that did is open
-    (a whole ``index`` run keeps one on a connection of its own). A materialized view or a
+    wait for it: an index run also holds them off (``hold_source``). Every transaction that
+    reads the source calls it, or runs while one that did is open (a whole ``index`` run keeps
+    one on a connection of its own). A materialized view or a
     foreign table cannot be locked (LOCK TABLE refuses them): one another non-superuser role
     owns is refused, any other is checked without a lock. Returns the source's ``relkind``, as
     ``check_source``.
