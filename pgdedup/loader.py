@@ -527,15 +527,14 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
         source_rows, null_keys = writer.execute(
             sql.SQL("SELECT count(*) FILTER (WHERE {k} IS NOT NULL), count(*) FILTER (WHERE {k} IS NULL) FROM {t}")
             .format(k=sql.Identifier(source.key), t=source.table_sql)).fetchone()
+        if workers is not None:
+            parts = workers
+        else:
+            parts = cluster.slots(client) if client is not None else default_workers(source_rows)
+        # never a worker with less than a chunk of rows: each costs a process start and a connection
+        ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
     show = sys.stderr.isatty() if progress is None else progress
     total = source_rows if coll.rows_indexed == 0 else None
-    if workers is not None:
-        parts = workers
-    else:
-        parts = cluster.slots(client) if client is not None else default_workers(source_rows)
-    # never a worker with less than a chunk of rows: each costs a process start and a connection
-    with beside_the_run(writer, source):
-        ranges = _key_ranges(writer, source, min(parts, max(1, -(-source_rows // chunk_size))))
     bands = "band_keys_staged" if coll.rows_indexed == 0 and _stages(writer, source_rows, coll.params) else "band_keys"
     job = RangeJob(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
     with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -153,9 +154,8 @@ class LocalPostgres:
         """A shell command that stops a server left running (``demo --keep``) and removes it."""
         if self._embedded is not None or self.base is None or self._bindir is None:
             return "kill the postgres process (embedded server)"
-        ctl = f"{self._bindir / 'pg_ctl'} -D {self.base / 'data'} -m fast stop"
-        prefix = f"runuser -u {self.run_as} -- " if self.run_as else ""
-        return f"{prefix}{ctl} && rm -rf {self.base}"
+        ctl = shlex.join([*self._command("pg_ctl"), "-D", str(self.base / "data"), "-m", "fast", "stop"])
+        return f"{ctl} && rm -rf {shlex.quote(str(self.base))}"
 
     def keep(self) -> None:
         """Let the server outlive this process (``demo --keep``): its watchdog goes without
