@@ -2,8 +2,8 @@
 
 MinHash estimates carry noise (standard error √(J(1−J)/k), 0.035 at J = 0.8, k = 128), so a
 pair just above the threshold may be estimated below it and one below it above. With
-``verify="exact"``, every candidate whose estimate clears a looser bar (threshold minus three
-standard errors, or the low end of auto's band if lower) is re-read from the source table in batches, re-shingled with the
+``verify="exact"``, every candidate whose estimate clears a looser bar (``check_floors``: threshold
+minus three standard errors, or the low end of auto's band if lower) is re-read from the source table in batches, re-shingled with the
 collection's own feature settings, and kept only if its exact Jaccard reaches the threshold.
 Precision against the feature definition is then 1.0 (features are compared as 64-bit shingle
 hashes; two distinct shingles share one with probability 2**-64).
@@ -11,7 +11,8 @@ hashes; two distinct shingles share one with probability 2**-64).
 With ``verify="auto"`` only the ambiguous candidates are re-read: those whose estimate lies in
 the band where it could be on the wrong side of the threshold (``pgdedup.auto_band``: a pair
 exactly at the threshold lands above the band, or one at it below the band, with probability
-at most 1e-3). Their exact Jaccard is stored per pair of texts (``pgdedup.checked``) and reused
+at most 1e-3; a pair in which a text has fewer features than positions is always ambiguous from
+a lower estimate up, its estimate spreading wider). Their exact Jaccard is stored per pair of texts (``pgdedup.checked``) and reused
 by later runs; the estimate decides every other candidate.
 """
 
@@ -45,14 +46,16 @@ from .workers import die_with_parent
 BATCH = 5000
 
 
-def loose_threshold(conn: psycopg.Connection, threshold: float, num_perm: int) -> float:
-    """The estimate a candidate needs to be re-checked: three standard errors below ``threshold``,
-    or the low end of auto's ambiguous band (``pgdedup.auto_band``) where that is lower (it is, by
-    a little, for most thresholds: at 0.8 and 128 positions 0.6875 against 0.694), so that every
-    pair auto decides by its exact Jaccard is checked by exact too."""
+def check_floors(conn: psycopg.Connection, threshold: float, num_perm: int) -> tuple[float, float]:
+    """The estimates a candidate needs to be re-checked: for a pair of two texts of at least
+    ``num_perm`` features each, three standard errors below ``threshold``, or the low end of
+    auto's ambiguous band where that is lower (it is, by a little, for most thresholds: at 0.8
+    and 128 positions 0.6875 against 0.694); for a pair in which a text has fewer features, the
+    low end of auto's band for such pairs (``pgdedup.auto_bands``' small_lo, 0.5625 at 0.8).
+    So every pair auto decides by its exact Jaccard is checked by exact too."""
     normal = max(threshold - 3 * math.sqrt(threshold * (1 - threshold) / num_perm), 0.01)
-    return conn.execute("SELECT least(%s, b.lo) FROM pgdedup.auto_band(%s, %s) b",
-                        (normal, threshold, num_perm)).fetchone()[0]
+    return conn.execute("SELECT least(%s, b.lo), least(%s, b.small_lo) FROM pgdedup.auto_bands(%s, %s) b",
+                        (normal, normal, threshold, num_perm)).fetchone()
 
 
 def _signed_texts(conn: psycopg.Connection, coll: Collection, by: str, ids: list[int],
@@ -170,8 +173,10 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     checked = kept = 0
     with conn.cursor(name="pgdedup_exact") as cur, \
             tqdm(unit="pairs", desc=f"checking {coll.name} exactly", disable=not progress, file=sys.stderr) as bar:
-        cur.execute("SELECT row_a, row_b FROM pgdedup.verified_pairs(%s, %s, %s, %s) ORDER BY row_a",
-                    (coll.id, loose_threshold(conn, t, coll.params.num_perm), max_bucket, ranked))
+        floor, small_floor = check_floors(conn, t, coll.params.num_perm)
+        cur.execute("SELECT row_a, row_b FROM pgdedup.estimated_pairs(%s, %s, %s) "
+                    "WHERE estimate >= CASE WHEN fewest < %s THEN %s ELSE %s END ORDER BY row_a",
+                    (coll.id, max_bucket, ranked, coll.params.num_perm, small_floor, floor))
         for batch in _jaccards(conn, coll, cur):
             bar.update(len(batch))
             good = [(coll.id, a, b, j) for a, b, j in batch if j >= t]

@@ -72,7 +72,8 @@ class Explanation:
         lines = [
             f"{self.name}: {self.key_a} and {self.key_b}",
             f"  estimate {self.estimate:.4f}, exact Jaccard {self.exact:.4f} (threshold {self.threshold}; "
-            f"estimates in [{lo:.3f}, {hi:.3f}) are checked exactly)",
+            + (f"estimates in [{lo:.3f}, {hi:.3f}) are checked exactly)" if hi <= 1 else
+             f"estimates from {lo:.3f} up are checked exactly)"),
             f"  features: {self.features_a} and {self.features_b}; {self.shared} shared, "
             f"{self.only_a} only in {self.key_a}, {self.only_b} only in {self.key_b}",
             f"  bands in common: {len(self.shared_bands)} of {self.bands}"

@@ -329,3 +329,56 @@ def test_exact_checks_every_pair_that_auto_would_decide_exactly(conn, dsn):
         pgdedup.dedupe("t", verify=verify, full=True, dsn=dsn)
         assert conn.execute("SELECT id, duplicate_of FROM t ORDER BY id").fetchall() == [(1, None), (2, 1)], verify
         assert [p[:2] for p in pgdedup.pairs("t", verify=verify, dsn=dsn)] == [("1", "2")], verify
+
+
+def _find_short(rng: random.Random, words: int, edited_at: int, want: str) -> tuple[str, str, float, float]:
+    """Two short texts (``words`` words, the copy with the word ``edited_at`` from the end
+    replaced) that LSH makes a candidate pair, whose estimate (on the stored 16-bit lanes) is
+    past auto's band for long texts on the wrong side: ``below`` the threshold but estimated at
+    HI or more, or ``above`` it but estimated under LO. Their feature sets are smaller than the
+    signature (128 positions), where the estimate spreads wider than the band assumes."""
+    for _ in range(200):
+        pairs = []
+        for _ in range(500):
+            base = story(rng, words)
+            copy = list(base)
+            copy[-edited_at] = "zz" + base[-edited_at]
+            pairs.append((" ".join(base), " ".join(copy)))
+        signed = pgdedup.sign_texts([t for pair in pairs for t in pair], PARAMS)
+        for i, (a, b) in enumerate(pairs):
+            sa, sb = signed.signature(2 * i) & 0xFFFF, signed.signature(2 * i + 1) & 0xFFFF
+            est = float((sa == sb).mean())
+            candidate = bool((signed.buckets[2 * i] == signed.buckets[2 * i + 1]).any())
+            if not candidate or not (est >= HI if want == "below" else est < LO):
+                continue
+            j = ref_jaccard(ref_word_shingles(a), ref_word_shingles(b))
+            assert len(ref_word_shingles(a)) < 128
+            if (j < T) if want == "below" else (j >= T):
+                return a, b, j, est
+    raise AssertionError(f"no short {want} pair found")
+
+
+def test_short_texts_are_checked_whatever_their_estimate(conn, dsn):
+    """A pair in which a text has fewer features than the signature has positions is decided by
+    its exact Jaccard in auto (estimate and exact Jaccard by the reference shingler): one at
+    J = 7/9 estimated above the band is dropped, one at J = 0.8 estimated below it is kept;
+    estimate mode keeps the first and drops the second, exact agrees with auto."""
+    rng = random.Random(31)
+    below = _find_short(rng, 12, 1, "below")  # 8 shingles each, 7 shared
+    above = _find_short(rng, 49, 5, "above")  # 45 shingles each, 40 shared
+    assert below[2] == pytest.approx(7 / 9) and above[2] == pytest.approx(0.8)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    conn.execute("INSERT INTO docs VALUES (1, %s, 0), (2, %s, 1), (11, %s, 0), (12, %s, 1)",
+                 (below[0], below[1], above[0], above[1]))
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    explained = pgdedup.explain("docs", "1", "2", dsn=dsn)
+    assert explained.ambiguous[1] == 2 and "exact Jaccard decides" in explained.verdict
+    assert "estimates from 0.562 up are checked exactly" in explained.summary()
+    estimate, auto, exact_pairs = (_pairs(dsn, v) for v in ("estimate", "auto", "exact"))
+    assert ("1", "2") in estimate and ("11", "12") not in estimate
+    for found in (auto, exact_pairs):
+        assert set(found) == {("11", "12")}
+        assert found[("11", "12")] == pytest.approx(0.8, abs=1e-12)
+    for verify, marked in (("estimate", {"2"}), ("auto", {"12"}), ("exact", {"12"})):
+        pgdedup.dedupe("docs", keep_order="n, id", verify=verify, dsn=dsn)
+        assert {r[0] for r in conn.execute("SELECT id::text FROM docs WHERE duplicate_of IS NOT NULL")} == marked, verify
