@@ -56,8 +56,9 @@ def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
 
 
 class _Writer:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, length: tuple[int, int] = (300, 500)) -> None:
         self.rng = rng
+        self.length = length
         self.vocab = vocabulary(rng)
         self.cum = list(itertools.accumulate(1.0 / r for r in range(1, len(self.vocab) + 1)))
 
@@ -65,9 +66,9 @@ class _Writer:
         return self.rng.choices(self.vocab, cum_weights=self.cum, k=k)
 
     def document(self) -> list[str]:
-        """300-500 words in sentences: capitalised first word, '.' or ',' attached to words."""
+        """300-500 words (``length``) in sentences: capitalised first word, '.' or ',' attached to words."""
         rng, out = self.rng, []
-        target = rng.randint(300, 500)
+        target = rng.randint(*self.length)
         while len(out) < target:
             s = self.words(rng.randint(6, 22))
             s[0] = s[0].capitalize()
@@ -138,10 +139,11 @@ class _Writer:
         return words, text
 
 
-def make_corpus(n: int, seed: int = 42) -> list[str]:
-    """``n`` texts: ~half variants in families of 2-7 documents, the rest unrelated; shuffled."""
+def make_corpus(n: int, seed: int = 42, length: tuple[int, int] = (300, 500)) -> list[str]:
+    """``n`` texts of ``length`` words (the range of a base document's): ~half variants in
+    families of 2-7 documents, the rest unrelated; shuffled."""
     rng = random.Random(seed)
-    w = _Writer(rng)
+    w = _Writer(rng, length)
     odd = ["", "   \n ", "Breaking news", "Breaking news", "BREAKING  NEWS", "Weather update for the city"]
     odd = odd[: max(0, min(len(odd), n // 100))]
     docs: list[str] = list(odd)

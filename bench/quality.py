@@ -1,6 +1,6 @@
 """Pair quality of pgdedup against exact Jaccard ground truth, with datasketch as a baseline.
 
-    python bench/quality.py [--docs 6000] [--threshold 0.8] [--num-perm 128] [--dsn DSN] [--verify-exact]
+    python bench/quality.py [--docs 6000] [--threshold 0.8] [--num-perm 128] [--words 300-500] [--dsn DSN] [--verify-exact]
 
 Method:
 1. Corpus (bench/corpus.py, seeded): about half the documents are near-duplicate variants
@@ -147,8 +147,9 @@ def run_pgdedup(dsn: str, texts: list[str], t: float, k: int, verify_exact: bool
         if verify == "auto":
             with psycopg.connect(dsn) as conn:
                 checked = conn.execute("SELECT count(*) FROM pgdedup.checked").fetchone()[0]
-                lo, hi = conn.execute("SELECT lo, hi FROM pgdedup.auto_band(%s, %s)", (t, k)).fetchone()
-            note = f"{checked} candidate pairs with estimates in the band [{lo:.3f}, {hi:.3f}) checked exactly"
+                lo, hi, small = conn.execute("SELECT * FROM pgdedup.auto_bands(%s, %s)", (t, k)).fetchone()
+            note = (f"{checked} candidate pairs checked exactly: estimates in [{lo:.3f}, {hi:.3f}), "
+                    f"from {small:.3f} up with a text of fewer than {k} shingles")
         systems.append(System(f"pgdedup --verify {verify}", pairs, vsteps, note))
     return systems, load
 
@@ -213,12 +214,15 @@ def main() -> None:
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--num-perm", type=int, default=128)
     ap.add_argument("--seed", type=int, default=42, help="corpus seed")
+    ap.add_argument("--words", default="300-500", help="length range of a base document, in words "
+                    "(e.g. 15-60: texts with fewer shingles than num_perm)")
     ap.add_argument("--dsn", help="scratch database (table docs is dropped); default: a throwaway server")
     ap.add_argument("--verify-exact", action="store_true", help="also run pgdedup.pairs(verify='exact')")
     args = ap.parse_args()
     t, k, started = args.threshold, args.num_perm, time.perf_counter()
 
-    texts = make_corpus(args.docs, args.seed)
+    low, high = (int(x) for x in args.words.split("-"))
+    texts = make_corpus(args.docs, args.seed, (low, high))
     steps: dict[str, float] = {}
     sets = timed(steps, "shingle", lambda: [shingles(x) for x in texts])
     truth = timed(steps, "exact", lambda: exact_pairs(sets, min(0.5, t)))
