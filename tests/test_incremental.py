@@ -48,8 +48,8 @@ def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int, verify: str =
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), tracked=st.booleans(), max_bucket=st.sampled_from([2, 3, 100]),
        keep_order=st.sampled_from(["published_at, id", "published_at desc", "id desc"]),
-       verify=st.sampled_from(["estimate", "auto"]))
-def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_bucket, keep_order, verify):
+       verify=st.sampled_from(["estimate", "auto"]), length=st.sampled_from([24, 40]))
+def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_bucket, keep_order, verify, length):
     rng = random.Random(seed)
     conn.execute("DROP TABLE IF EXISTS docs CASCADE")
     pgdedup.migrate(dsn)
@@ -57,14 +57,14 @@ def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
     conn.commit()
     next_id = [0]
-    families.apply(conn, rng, 30, next_id, tracked=False)
+    families.apply(conn, rng, 30, next_id, tracked=False, length=length)
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     if tracked:
         pgdedup.track("docs", dsn=dsn)
     first = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, dsn=dsn)
     assert first.kind == "full"
     for _ in range(3):
-        families.apply(conn, rng, rng.randrange(1, 12), next_id, tracked)
+        families.apply(conn, rng, rng.randrange(1, 12), next_id, tracked, length)
         pgdedup.index("docs", dsn=dsn, progress=False)
         result = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, dsn=dsn)
         assert result.kind == "incremental"
