@@ -2,18 +2,20 @@
 
 MinHash estimates carry noise (standard error √(J(1−J)/k), 0.035 at J = 0.8, k = 128), so a
 pair just above the threshold may be estimated below it and one below it above. With
-``verify="exact"``, every candidate whose estimate clears a looser bar (``check_floors``: threshold
-minus three standard errors, or the low end of auto's band if lower) is re-read from the source table in batches, re-shingled with the
-collection's own feature settings, and kept only if its exact Jaccard reaches the threshold.
-Precision against the feature definition is then 1.0 (features are compared as 64-bit shingle
-hashes; two distinct shingles share one with probability 2**-64).
+``verify="exact"``, every candidate whose estimate clears a looser bar (``check_floors``:
+threshold minus three standard errors, or the low end of auto's band if lower) is re-read from
+the source table in batches, re-shingled with the collection's own feature settings, and kept
+only if its exact Jaccard reaches the threshold. Precision against the feature definition is
+then 1.0 (features are compared as 64-bit shingle hashes; two distinct shingles share one with
+probability 2**-64).
 
 With ``verify="auto"`` only the ambiguous candidates are re-read: those whose estimate lies in
-the band where it could be on the wrong side of the threshold (``pgdedup.auto_band``: a pair
+the band where it could be on the wrong side of the threshold (``pgdedup.auto_bands``: a pair
 exactly at the threshold lands above the band, or one at it below the band, with probability
-at most 1e-3; a pair in which a text has fewer features than positions is always ambiguous from
-a lower estimate up, its estimate spreading wider). Their exact Jaccard is stored per pair of texts (``pgdedup.checked``) and reused
-by later runs; the estimate decides every other candidate.
+at most 1e-3; a pair in which a text has fewer features than positions, whose estimate
+spreads wider, is ambiguous from a lower estimate up and never accepted on it). Their exact Jaccard
+is stored per pair of texts (``pgdedup.checked``) and reused by later runs; the estimate
+decides every other candidate.
 """
 
 from __future__ import annotations
@@ -194,7 +196,7 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
 def check_ambiguous(conn: psycopg.Connection, coll: Collection, threshold: float | None = None,
                     max_bucket: int = 100) -> int:
     """For ``pairs(verify="auto")``: ``store_checks`` of every candidate pair whose estimate is in
-    the ambiguous band (``pgdedup.auto_band``) and has no exact check yet; returns how many.
+    the ambiguous band (``pgdedup.auto_bands``) and has no exact check yet; returns how many.
     (``dedupe`` gets its pairs to check from ``pgdedup.update_duplicates`` instead.)"""
     t = coll.params.threshold if threshold is None else threshold
     return store_checks(conn, coll, sql.SQL("SELECT row_a, row_b, text_a, text_b FROM pgdedup.unchecked_pairs({}, {}, {}, false)")
