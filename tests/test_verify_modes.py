@@ -382,3 +382,29 @@ def test_short_texts_are_checked_whatever_their_estimate(conn, dsn):
     for verify, marked in (("estimate", {"2"}), ("auto", {"12"}), ("exact", {"12"})):
         pgdedup.dedupe("docs", keep_order="n, id", verify=verify, dsn=dsn)
         assert {r[0] for r in conn.execute("SELECT id::text FROM docs WHERE duplicate_of IS NOT NULL")} == marked, verify
+
+
+def test_the_rule_change_of_revision_31_redecides_in_full(conn, dsn):
+    """Revision 32 (and its downgrade) clear the stored auto results' last change: after a
+    migration across revision 31's rule change, the next dedupe decides in full, so no mark of
+    the other rule survives outside an incremental run's region."""
+    below = _find_short(random.Random(31), 12, 1, "below")
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, n int)")
+    conn.execute("INSERT INTO docs VALUES (1, %s, 0), (2, %s, 1)", below[:2])
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    for alter in (True, False):
+        assert pgdedup.dedupe("docs", alter=alter, keep_order="n, id", dsn=dsn).kind == "full"
+    stored = "SELECT target, change_seq FROM pgdedup.results ORDER BY target"
+    decided = conn.execute(stored).fetchall()
+    assert all(seq is not None for _, seq in decided)
+    pgdedup.downgrade(dsn, "0031_small_sets")
+    assert conn.execute(stored).fetchall() == [(t, None) for t, _ in decided], "the downgrade's"
+    for target, seq in decided:  # as results stored by a run at revision 31 would be
+        conn.execute("UPDATE pgdedup.results SET change_seq = %s WHERE target = %s", (seq, target))
+    conn.execute("INSERT INTO docs VALUES (3, 'one more text, alone', 2)")
+    pgdedup.migrate(dsn)
+    assert conn.execute(stored).fetchall() == [(t, None) for t, _ in decided], "the upgrade's"
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    for alter in (True, False):
+        assert pgdedup.dedupe("docs", alter=alter, keep_order="n, id", dsn=dsn).kind == "full"
+        assert pgdedup.dedupe("docs", alter=alter, keep_order="n, id", dsn=dsn).kind == "incremental"
