@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pgdedup.features as features_module
 from pgdedup.features import Features, FeatureSpec, features
 from pgdedup.normalise import normalise, tokens
 from reference import SPACELESS_BLOCKS, ref_char_shingles, ref_normalise, ref_tokens, ref_word_shingles
@@ -288,6 +290,20 @@ def test_word_features_match_reference(raw: list[str | None], n: int) -> None:
 @given(st.lists(texts(), min_size=1, max_size=6), st.integers(1, 6))
 def test_char_features_match_reference(raw: list[str | None], n: int) -> None:
     _check_chunk_against_reference(raw, "char", n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(texts(), min_size=1, max_size=12), st.integers(1, 80), st.sampled_from(["word", "char"]))
+def test_features_do_not_depend_on_the_block_size(raw: list[str | None], block: int, unit: str) -> None:
+    """A chunk is computed in blocks of about BLOCK_CHARS characters (texts never split): its
+    hashes are exactly those of each text computed alone, in order, whatever the block size."""
+    spec = FeatureSpec(unit, 3)  # type: ignore[arg-type]
+    normed = [normalise(t) for t in raw]
+    with patch.object(features_module, "BLOCK_CHARS", block):
+        chunk = features(normed, spec, SEED)
+    alone = [features([t], spec, SEED) for t in normed]
+    np.testing.assert_array_equal(np.diff(chunk.offsets), [len(a.hashes) for a in alone])
+    np.testing.assert_array_equal(chunk.hashes, np.concatenate([a.hashes for a in alone]))
 
 
 @st.composite
