@@ -63,14 +63,8 @@ def optimal_bands(threshold: float, num_perm: int, fp_weight: float = 0.5,
 
 
 def band_buckets(sig: np.ndarray, bands: int, rows: int, seed: int) -> np.ndarray:
-    """(n, bands) signed 64-bit bucket of each band: xxh3 of the band's r values (seed + band)."""
+    """(n, bands) signed 64-bit bucket of each band: xxh3 of the band's r values as little-endian
+    uint32 bytes, seeded with seed + band (``hashing.bucket_hashes``)."""
     n = sig.shape[0]
-    out = np.empty((n, bands), dtype=np.int64)
-    if n == 0:
-        return out
-    data = np.ascontiguousarray(sig[:, : bands * rows].astype("<u4"))
-    width = rows * 4
-    for band in range(bands):
-        part = memoryview(np.ascontiguousarray(data[:, band * rows:(band + 1) * rows])).cast("B")
-        out[:, band] = bucket_hashes((part[i * width:(i + 1) * width] for i in range(n)), seed + band)
-    return out
+    data = np.ascontiguousarray(sig[:, : bands * rows].astype("<u4")).view(np.uint8).reshape(n, bands, rows * 4)
+    return bucket_hashes(data, np.array([seed + band for band in range(bands)], dtype=np.uint64))

@@ -1,14 +1,15 @@
 """Hash functions shared by features, signatures and bands.
 
 Tokens get a vectorised polynomial hash over their UTF-8 bytes (see ``word_hashes``); texts,
-row keys and band buckets are hashed with xxhash (XXH3, 64 bit). Everything downstream mixes
+row keys and band buckets are hashed with xxhash (XXH3, 64 bit; band buckets by a numpy
+implementation of it, ``bucket_hashes``). Everything downstream mixes
 64-bit integers in numpy with the splitmix64 finaliser, a bijection on 64 bits with full avalanche: cheap, vectorised and stable across platforms.
 numpy's uint64 arithmetic wraps modulo 2**64, which is exactly what these mixers need.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import xxhash
@@ -118,6 +119,97 @@ def row_ids(keys: Sequence[str]) -> np.ndarray:
                        dtype=np.int64, count=len(keys))
 
 
-def bucket_hashes(rows: Iterable[memoryview], seed: int) -> list[int]:
-    """Signed 64-bit xxh3 of each band's bytes, so buckets are stable across runs and machines."""
-    return [xxhash.xxh3_64_intdigest(row, seed) - (1 << 63) for row in rows]
+def bucket_hashes(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """Signed 64-bit xxh3 (XXH3-64 with a seed) of each row of ``data`` (uint8, shape (..., length))
+    with the matching seed of ``seeds`` (uint64, broadcast against ``data.shape[:-1]``), so band
+    buckets are stable across runs and machines: exactly ``xxhash.xxh3_64_intdigest(row, seed)``
+    minus 2**63.
+
+    Lengths 4 to 128 bytes (bands of 1 to 32 values) are hashed in numpy, all rows at once
+    (``_xxh3_4to128``); other lengths row by row through the xxhash package, whose per-row calls
+    (~0.2 us each, 320,000 for 20,000 texts at 16 bands) took 78 ms of ~1.3 s of signing
+    against 17 ms in numpy.
+    """
+    length = data.shape[-1]
+    seeds = np.broadcast_to(np.asarray(seeds, dtype=np.uint64), data.shape[:-1])
+    if 4 <= length <= 128:
+        return _xxh3_4to128(data, seeds).view(np.int64) ^ np.int64(-(1 << 63))  # minus 2**63, mod 2**64
+    flat, flat_seeds = data.reshape(seeds.size, length), seeds.reshape(-1)
+    return np.fromiter((xxhash.xxh3_64_intdigest(flat[i].tobytes(), int(flat_seeds[i])) - (1 << 63)
+                        for i in range(len(flat))), dtype=np.int64, count=len(flat)).reshape(data.shape[:-1])
+
+
+#: The first 128 bytes of XXH3's default secret (xxhash.h, XXH3_kSecret): all that rows of up
+#: to 128 bytes read.
+_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671fcb79e64eccc0e578825ad07dccff7221"
+    "b8084674f743248ee03590e6813a264c3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364")
+_P64_1 = np.uint64(0x9E3779B185EBCA87)
+_MX1 = np.uint64(0x165667919E3779F9)
+_MX2 = np.uint64(0x9FB21C651E98DF25)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+def _secret64(offset: int) -> np.uint64:
+    return np.uint64(int.from_bytes(_SECRET[offset:offset + 8], "little"))
+
+
+def _le64(data: np.ndarray, offset: int) -> np.ndarray:
+    """The little-endian 64-bit word at byte ``offset`` of each row."""
+    return np.ascontiguousarray(data[..., offset:offset + 8]).view("<u8")[..., 0].astype(np.uint64)
+
+
+def _le32(data: np.ndarray, offset: int) -> np.ndarray:
+    return np.ascontiguousarray(data[..., offset:offset + 4]).view("<u4")[..., 0].astype(np.uint64)
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _mul128_fold64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Low 64 bits XOR high 64 bits of the 128-bit product a·b, from 32-bit halves."""
+    a0, a1, b0, b1 = a & _LOW32, a >> np.uint64(32), b & _LOW32, b >> np.uint64(32)
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    middle = (p00 >> np.uint64(32)) + (p01 & _LOW32) + (p10 & _LOW32)
+    low = (p00 & _LOW32) | (middle << np.uint64(32))
+    high = p11 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (middle >> np.uint64(32))
+    return low ^ high
+
+
+def _avalanche(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(37))
+    h = h * _MX1
+    return h ^ (h >> np.uint64(32))
+
+
+def _mix16(data: np.ndarray, offset: int, secret: int, seeds: np.ndarray) -> np.ndarray:
+    return _mul128_fold64(_le64(data, offset) ^ (_secret64(secret) + seeds),
+                          _le64(data, offset + 8) ^ (_secret64(secret + 8) - seeds))
+
+
+def _xxh3_4to128(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """XXH3-64 (xxhash 0.8) of rows of 4 to 128 bytes, as uint64: its len_4to8, len_9to16 and
+    len_17to128 paths, which use the default secret and the seed directly."""
+    n = data.shape[-1]
+    length = np.uint64(n)
+    if n <= 8:
+        seeds = seeds ^ ((seeds & _LOW32).astype(np.uint32).byteswap().astype(np.uint64) << np.uint64(32))
+        keyed = (_le32(data, n - 4) + (_le32(data, 0) << np.uint64(32))) ^ ((_secret64(8) ^ _secret64(16)) - seeds)
+        h = keyed ^ _rotl(keyed, 49) ^ _rotl(keyed, 24)  # rrmxmx
+        h = h * _MX2
+        h = h ^ ((h >> np.uint64(35)) + length)
+        h = h * _MX2
+        return h ^ (h >> np.uint64(28))
+    if n <= 16:
+        low = _le64(data, 0) ^ ((_secret64(24) ^ _secret64(32)) + seeds)
+        high = _le64(data, n - 8) ^ ((_secret64(40) ^ _secret64(48)) - seeds)
+        swapped = low.byteswap()
+        return _avalanche(length + swapped + high + _mul128_fold64(low, high))
+    acc = np.full(data.shape[:-1], length, dtype=np.uint64) * _P64_1
+    for start, secret in ((48, 96), (32, 64), (16, 32)):  # the rounds that longer rows add
+        if n > 2 * start:
+            acc += _mix16(data, start, secret, seeds) + _mix16(data, n - start - 16, secret + 16, seeds)
+    acc += _mix16(data, 0, 0, seeds) + _mix16(data, n - 16, 16, seeds)
+    return _avalanche(acc)

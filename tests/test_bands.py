@@ -14,6 +14,7 @@ import xxhash
 from datasketch.lsh import _optimal_param
 
 from pgdedup.bands import band_buckets, band_costs, optimal_bands, s_curve
+from pgdedup.hashing import bucket_hashes
 from pgdedup.params import Params
 
 THRESHOLDS = [round(0.5 + 0.05 * i, 2) for i in range(10)]  # 0.5, 0.55, ..., 0.95
@@ -210,6 +211,31 @@ def test_band_buckets_equal_slow_reference() -> None:
         for band in range(bands):
             values = sig[i, band * rows:(band + 1) * rows].tolist()
             assert got[i, band] == _ref_band_bucket(values, band, 5), (i, band)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 13, 16, 24, 25, 32, 33, 60, 64])
+def test_band_buckets_equal_slow_reference_for_every_hash_path(rows: int) -> None:
+    """Bands of 4 to 256 bytes: each of XXH3's length paths computed in numpy (4-8, 9-16,
+    17-128 bytes) and the row-by-row xxhash calls past them."""
+    bands = 128 // rows
+    sig = _random_sigs(12, 128, rows)
+    got = band_buckets(sig, bands, rows, seed=2**40 + rows)
+    for i in range(len(sig)):
+        for band in range(bands):
+            values = sig[i, band * rows:(band + 1) * rows].tolist()
+            assert got[i, band] == _ref_band_bucket(values, band, 2**40 + rows), (i, band)
+
+
+def test_bucket_hashes_are_xxh3_for_any_length_and_seed() -> None:
+    """The numpy XXH3 against the xxhash library: random rows of 0 to 140 bytes, with seeds
+    from the whole uint64 range (0 and 2**64 - 1 included)."""
+    rng = np.random.default_rng(4)
+    for length in range(141):
+        data = rng.integers(0, 256, size=(40, length), dtype=np.uint8)
+        seeds = rng.integers(0, 2**64, size=40, dtype=np.uint64, endpoint=False)
+        seeds[0], seeds[1] = 0, 2**64 - 1
+        want = [xxhash.xxh3_64_intdigest(data[i].tobytes(), int(seeds[i])) - (1 << 63) for i in range(40)]
+        assert bucket_hashes(data, seeds).tolist() == want, length
 
 
 def test_band_buckets_shape_and_determinism() -> None:
