@@ -144,16 +144,16 @@ def features(normalised_texts: Sequence[str], spec: FeatureSpec, seed: int) -> F
     that each step's arrays stay in cache (5,000 texts of ~2.7 KB: 131 ms as one block, 97 ms
     in blocks); a text is never split, so the result does not depend on the block size.
     """
-    blocks = [_block_features(normalised_texts[start:end], spec, seed) for start, end in _blocks(normalised_texts)]
-    if not blocks:
+    parts = [_block_features(normalised_texts[start:end], spec, seed) for start, end in blocks(normalised_texts)]
+    if not parts:
         return Features(offsets=np.zeros(1, dtype=np.int64), hashes=np.empty(0, dtype=np.uint64))
-    bases = np.cumsum([0] + [int(b.offsets[-1]) for b in blocks[:-1]])
+    bases = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
     return Features(offsets=np.concatenate([np.zeros(1, dtype=np.int64)] +
-                                           [b.offsets[1:] + base for b, base in zip(blocks, bases)]),
-                    hashes=np.concatenate([b.hashes for b in blocks]))
+                                           [p.offsets[1:] + base for p, base in zip(parts, bases)]),
+                    hashes=np.concatenate([p.hashes for p in parts]))
 
 
-def _blocks(texts: Sequence[str]) -> list[tuple[int, int]]:
+def blocks(texts: Sequence[str]) -> list[tuple[int, int]]:
     """(start, end) of consecutive runs of texts of about ``BLOCK_CHARS`` characters together
     (a longer text is a block of its own)."""
     bounds, start, size = [], 0, 0

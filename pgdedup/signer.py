@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bands import band_buckets
-from .features import features
+from .features import blocks, features
 from .hashing import partition_salts, salted, text_hash
 from .normalise import normalise
 from .params import Params
@@ -54,14 +54,19 @@ def sign_texts(texts: Iterable[str | None], params: Params | None = None,
     """
     params = params or Params()
     normalised = [normalise(t) for t in texts]
-    feats = features(normalised, params.spec, params.seed)
-    sig = signatures(feats, params.num_perm, params.seed)
+    counts, sigs = [], []
+    for start, end in blocks(normalised):  # cache-sized arrays (see features.features)
+        feats = features(normalised[start:end], params.spec, params.seed)
+        counts.append(feats.distinct_counts())
+        sigs.append(signatures(feats, params.num_perm, params.seed))
+    sig = np.concatenate(sigs) if sigs else np.zeros((0, params.num_perm), dtype=np.uint32)
     buckets = band_buckets(sig, params.bands, params.rows, params.seed)
     salts = None if partitions is None else partition_salts(partitions)
     hashes = text_hashes(normalised, salts)
     if salts is not None:
         buckets = salted(buckets, salts[:, None])
-    return SignedChunk(text_hashes=hashes, feature_counts=feats.distinct_counts(), signatures=sig, buckets=buckets)
+    return SignedChunk(text_hashes=hashes, feature_counts=np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64),
+                       signatures=sig, buckets=buckets)
 
 
 def text_hashes(normalised: Sequence[str], salts: np.ndarray | None = None) -> np.ndarray:

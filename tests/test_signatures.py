@@ -15,11 +15,13 @@ per-pair bound is only asserted for unions of at least 3; such pairs still count
 from __future__ import annotations
 
 import itertools
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import pgdedup.features as features_module
 from pgdedup.features import Features
 from pgdedup.hashing import mix64
 from pgdedup.params import Params
@@ -193,6 +195,22 @@ def test_signature_independent_of_chunk() -> None:
     for i, s in enumerate(sets):
         alone = signatures(chunk([s]), K, SEED)
         np.testing.assert_array_equal(alone[0], together[i])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="abcd \n", max_size=60)), min_size=1, max_size=15),
+       st.integers(1, 200))
+def test_sign_texts_of_a_chunk_equal_each_text_signed_alone(texts: list[str | None], block: int) -> None:
+    """sign_texts works through blocks of about BLOCK_CHARS characters: whatever their size,
+    each text's hash, feature count, signature and buckets are those it gets on its own."""
+    with patch.object(features_module, "BLOCK_CHARS", block):
+        chunk_signed = sign_texts(texts)
+    for i, text in enumerate(texts):
+        alone = sign_texts([text])
+        assert chunk_signed.text_hashes[i] == alone.text_hashes[0]
+        assert chunk_signed.feature_counts[i] == alone.feature_counts[0]
+        np.testing.assert_array_equal(chunk_signed.signatures[i], alone.signatures[0])
+        np.testing.assert_array_equal(chunk_signed.buckets[i], alone.buckets[0])
 
 
 def test_empty_sets() -> None:
