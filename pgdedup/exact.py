@@ -73,13 +73,17 @@ def _signed_texts(conn: psycopg.Connection, coll: Collection, by: str, ids: list
     Comparing hashes here, on the text normalised anyway, costs ~1 us a text, where the server's
     md5 of each row cost ~12 us (measured on 20,000 texts of ~3 KB)."""
     src = coll.source
-    # one look-up per id: its rows in row id order, each joined to its source row by key, the
-    # first found (and unchanged) read; sorting every row of the batch with its text instead
-    # (DISTINCT ON) spilled ~17 MB to disk per 5,000 texts and read the text of every copy
+    # one look-up per id: its rows in row id order, the first whose source row is found (and
+    # unchanged) read. Sorting every row of the batch with its text instead (DISTINCT ON)
+    # spilled ~17 MB to disk per 5,000 texts and read the text of every copy. The source is
+    # read by its own LATERAL ... OFFSET 0, a look-up by key per row: joined, the planner may
+    # hash the whole source for each id (with the md5 test in the hash key, if the key has no
+    # index: an md5 of every source row per id)
     rows = conn.execute(sql.SQL(
         "SELECT i.id, t.text_hash, t.text, t.part FROM unnest(%s::bigint[]) i(id) "
-        "CROSS JOIN LATERAL (SELECT g.text_hash, {text} AS text, {part} AS part FROM pgdedup.signatures g "
-        "JOIN {table} s ON s.{key} = g.row_key::{cast}{unchanged} "
+        "CROSS JOIN LATERAL (SELECT g.text_hash, x.text, x.part FROM pgdedup.signatures g "
+        "CROSS JOIN LATERAL (SELECT {text} AS text, {part} AS part FROM {table} s "
+        "WHERE s.{key} = g.row_key::{cast}{unchanged} OFFSET 0) x "
         "WHERE g.collection_id = %s AND g.{by} = i.id ORDER BY g.row_id LIMIT 1) t").format(
             by=sql.Identifier(by), text=src.text_sql, part=src.partition_sql, table=src.table_sql,
             key=sql.Identifier(src.key), cast=src.key_cast,
