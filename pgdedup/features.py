@@ -148,6 +148,8 @@ def features(normalised_texts: Sequence[str], spec: FeatureSpec, seed: int) -> F
     parts = [_block_features(normalised_texts[start:end], spec, seed) for start, end in blocks(normalised_texts)]
     if not parts:
         return Features(offsets=np.zeros(1, dtype=np.int64), hashes=np.empty(0, dtype=np.uint64))
+    if len(parts) == 1:  # (sign_texts passes one block at a time: no copy)
+        return parts[0]
     bases = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
     return Features(offsets=np.concatenate([np.zeros(1, dtype=np.int64)] +
                                            [p.offsets[1:] + base for p, base in zip(parts, bases)]),

@@ -155,13 +155,9 @@ def _secret64(offset: int) -> np.uint64:
     return np.uint64(int.from_bytes(_SECRET[offset:offset + 8], "little"))
 
 
-def _le64(data: np.ndarray, offset: int) -> np.ndarray:
-    """The little-endian 64-bit word at byte ``offset`` of each row."""
-    return np.ascontiguousarray(data[..., offset:offset + 8]).view("<u8")[..., 0].astype(np.uint64)
-
-
-def _le32(data: np.ndarray, offset: int) -> np.ndarray:
-    return np.ascontiguousarray(data[..., offset:offset + 4]).view("<u4")[..., 0].astype(np.uint64)
+def _le(data: np.ndarray, offset: int, size: int = 8) -> np.ndarray:
+    """The little-endian word of ``size`` bytes (4 or 8) at byte ``offset`` of each row, as uint64."""
+    return np.ascontiguousarray(data[..., offset:offset + size]).view(f"<u{size}")[..., 0].astype(np.uint64)
 
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:
@@ -185,8 +181,8 @@ def _avalanche(h: np.ndarray) -> np.ndarray:
 
 
 def _mix16(data: np.ndarray, offset: int, secret: int, seeds: np.ndarray) -> np.ndarray:
-    return _mul128_fold64(_le64(data, offset) ^ (_secret64(secret) + seeds),
-                          _le64(data, offset + 8) ^ (_secret64(secret + 8) - seeds))
+    return _mul128_fold64(_le(data, offset) ^ (_secret64(secret) + seeds),
+                          _le(data, offset + 8) ^ (_secret64(secret + 8) - seeds))
 
 
 def _xxh3_4to128(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -196,15 +192,15 @@ def _xxh3_4to128(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     length = np.uint64(n)
     if n <= 8:
         seeds = seeds ^ ((seeds & _LOW32).astype(np.uint32).byteswap().astype(np.uint64) << np.uint64(32))
-        keyed = (_le32(data, n - 4) + (_le32(data, 0) << np.uint64(32))) ^ ((_secret64(8) ^ _secret64(16)) - seeds)
+        keyed = (_le(data, n - 4, 4) + (_le(data, 0, 4) << np.uint64(32))) ^ ((_secret64(8) ^ _secret64(16)) - seeds)
         h = keyed ^ _rotl(keyed, 49) ^ _rotl(keyed, 24)  # rrmxmx
         h = h * _MX2
         h = h ^ ((h >> np.uint64(35)) + length)
         h = h * _MX2
         return h ^ (h >> np.uint64(28))
     if n <= 16:
-        low = _le64(data, 0) ^ ((_secret64(24) ^ _secret64(32)) + seeds)
-        high = _le64(data, n - 8) ^ ((_secret64(40) ^ _secret64(48)) - seeds)
+        low = _le(data, 0) ^ ((_secret64(24) ^ _secret64(32)) + seeds)
+        high = _le(data, n - 8) ^ ((_secret64(40) ^ _secret64(48)) - seeds)
         swapped = low.byteswap()
         return _avalanche(length + swapped + high + _mul128_fold64(low, high))
     acc = np.full(data.shape[:-1], length, dtype=np.uint64) * _P64_1
