@@ -6,7 +6,11 @@
    without spaces (Han, kana, Thai, Lao, Khmer, Myanmar, ...) is a token of its own.
 
 ``str.split()`` with no argument splits on exactly the characters ``re`` calls ``\\s`` (both use
-``str.isspace``), so ``" ".join(text.split())`` is step 2 at C speed.
+``str.isspace``), so ``" ".join(text.split())`` is step 2 at C speed. An ASCII text (most texts; NFKC
+leaves ASCII alone) takes a faster path through bytes: one ``translate`` lowers
+its letters (``casefold`` of ASCII is ``lower``) and turns its ten whitespace characters into
+spaces, then only runs of spaces are collapsed. Splitting made one string object per word:
+measured on 5,000 feed texts of ~2.5 KB, 18.6 µs a text that way, ~11 µs this way.
 """
 
 from __future__ import annotations
@@ -33,13 +37,25 @@ _SPACELESS = re.compile(
 )
 
 
+#: For ASCII bytes: letters to lower case, the characters ``str.isspace`` calls whitespace
+#: (tab, line feed, vertical tab, form feed, carriage return, the four separators
+#: 0x1c-0x1f, space) to spaces.
+_ASCII_WHITESPACE = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+_ASCII_FOLD = bytes.maketrans(bytes(range(65, 91)) + _ASCII_WHITESPACE,
+                              bytes(range(97, 123)) + b" " * len(_ASCII_WHITESPACE))
+_SPACE_RUNS = re.compile(b"  +")
+
+
 def normalise(text: str | None) -> str:
     """Steps 1-2: NFKC, casefold, whitespace runs to one space, stripped. ``None`` gives ``""``."""
     if not text:
         return ""
-    if not text.isascii():  # NFKC leaves ASCII unchanged; skipping it saves a third of the time
-        text = unicodedata.normalize("NFKC", text)
-    return " ".join(text.casefold().split())
+    if text.isascii():  # NFKC leaves ASCII unchanged, and casefold is lower
+        folded = text.encode("ascii").translate(_ASCII_FOLD)
+        if b"  " in folded:
+            folded = _SPACE_RUNS.sub(b" ", folded)
+        return folded.strip(b" ").decode("ascii")
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def spaced(normalised: str) -> str:

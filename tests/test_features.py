@@ -56,6 +56,9 @@ ALL_WHITESPACE = [chr(c) for c in range(0x110000) if chr(c).isspace()]
         ("   ", ""),
         ("\u3000\u00a0\t\n", ""),
         ("Plain ASCII, with Punctuation!", "plain ascii, with punctuation!"),
+        ("\x1cA\x1d\x1e\x1fB\x0b\x0cC\r", "a b c"),  # ASCII's other whitespace: the separators, VT, FF
+        ("A  B   C\n\n D \t", "a b c d"),
+        ("@[Z]`{", "@[z]`{"),  # only A-Z change case
     ],
 )
 def test_normalise_examples(raw: str | None, expected: str) -> None:
@@ -90,6 +93,14 @@ def test_normalise_matches_design_reference(text: str) -> None:
     assert out == out.strip()
     assert "  " not in out
     assert all(c == " " or not c.isspace() for c in out)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.one_of(st.characters(max_codepoint=127),
+                                  st.sampled_from([c for c in ALL_WHITESPACE if c.isascii()])), max_size=60))
+def test_normalise_ascii_path_matches_design_reference(text: str) -> None:
+    """ASCII texts take normalise's bytes path (translate, then collapse runs of spaces)."""
+    assert normalise(text) == _reference_normalise(text)
 
 
 # --------------------------------------------------------------------------------------------
