@@ -101,7 +101,7 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         guard_source(conn, coll.source, name)  # to the commit: the checks (worker processes too) and the marks
         if verify != "exact":
             with shown.server(conn):
-                if verify == "auto":  # what an incremental run will likely ask for, checked up front
+                if verify == "auto" and not full:  # what an incremental run will likely ask for, checked up front
                     probable = sql.SQL("SELECT * FROM pgdedup.probable_unchecked({}, {}, {}, {})").format(
                         sql.Literal(coll.id), sql.Literal("column" if alter else "view"),
                         sql.Literal(coll.params.threshold if threshold is None else threshold), sql.Literal(max_bucket))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import time
 
@@ -395,6 +396,36 @@ def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn
         pgdedup.index("docs", dsn=dsn, progress=False)
         assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "incremental"
         assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
+
+
+def test_an_incremental_auto_run_checks_a_new_rows_pairs_with_leaders_up_front(conn, dsn, capfd):
+    """40 near-copies of one short story (fewer features than positions: auto checks every pair
+    of them exactly) fill buckets capped at 5 texts. A new copy meets the buckets' leaders; those
+    pairs are checked with the changed rows' before the decision (revision 33), so the region is
+    decided once: no round of "<n> ambiguous pairs checked exactly" after a decision that met
+    pairs without a check. The marks equal a fresh full run's."""
+    rng = random.Random(11)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(1, 41):
+            copy.write_row((i, families.text(rng, 0, rng.randrange(3)), 0))
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
+    assert conn.execute("SELECT count(*) FROM pgdedup.leaders").fetchone()[0] > 0, "capped buckets"
+    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (families.text(rng, 0, 2),))
+    conn.commit()
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    with_leaders = conn.execute(
+        "SELECT count(*) FROM pgdedup.probable_unchecked(pgdedup.collection_id('docs'), 'column', %s, 5) p "
+        "WHERE EXISTS (SELECT 1 FROM pgdedup.leaders l WHERE l.text_hash IN (p.text_a, p.text_b))",
+        (PARAMS.threshold,)).fetchone()[0]
+    assert with_leaders > 0, "the new row's pairs with the leaders are predicted"
+    capfd.readouterr()
+    result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn, progress=True)
+    stages = capfd.readouterr().err
+    assert not re.search(r"\d+ ambiguous pairs checked exactly", stages), stages
+    assert result.kind == "incremental"
+    assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
 def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):

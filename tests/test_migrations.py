@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+from importlib import resources
 from pathlib import Path
 
 import psycopg
 import pytest
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
@@ -47,6 +49,23 @@ def test_upgrade_downgrade_upgrade(conn, dsn):
     assert _objects(conn) == head
     pgdedup.migrate(dsn)  # idempotent at head
     assert _objects(conn) == head
+
+
+def _function_definitions(conn) -> dict[str, str]:
+    return dict(conn.execute(
+        "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) FROM pg_proc p "
+        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgdedup' AND p.prokind = 'f'").fetchall())
+
+
+def test_downgrading_the_newest_revision_gives_back_the_previous_ones_functions(conn, dsn):
+    """Body for body and setting for setting (a downgrade puts replaced functions back from
+    their own files, and their pinned search paths with them)."""
+    previous = ScriptDirectory(str(resources.files("pgdedup.migrations"))).get_revision(HEAD).down_revision
+    pgdedup.migrate(dsn, previous)
+    fresh = _function_definitions(conn)
+    pgdedup.migrate(dsn)
+    pgdedup.downgrade(dsn, previous)
+    assert _function_definitions(conn) == fresh
 
 
 def test_data_survives_upgrade_from_first_revision(conn, dsn):
