@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import psycopg
 from psycopg import sql
 
 from .collections import get
@@ -35,6 +36,20 @@ class DedupeResult:
         examined = "rows re-examined" if self.kind == "incremental" else "rows examined"
         return (f"deduped {self.name} ({self.kind}): {self.rows_examined} {examined}, {self.duplicates} duplicates "
                 f"in {self.groups} groups, marked in {self.marked_in}, {self.seconds:.1f} s")
+
+
+#: What a full run fills that the next incremental run joins against.
+RESULT_TABLES = ("pgdedup.checked", "pgdedup.leaders", "pgdedup.duplicates")
+
+
+def _analyze_results(conn: psycopg.Connection) -> None:
+    """Give the tables a full run has just filled fresh statistics, in a transaction of their own
+    on pgdedup's own connection, so that the next (incremental) run is not planned on none:
+    measured at 1M rows, without statistics on them an incremental run took 6.8-7.0 s, with
+    them 2.1 s (autovacuum analyzes them too, but later). A few tenths of a second after a full
+    run; a role that does not own them gets PostgreSQL's "skipping" warning, nothing else."""
+    conn.execute(sql.SQL("ANALYZE {}").format(sql.SQL(", ").join(sql.SQL(t) for t in RESULT_TABLES)))
+    conn.commit()
 
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,
@@ -68,7 +83,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     Every argument is checked before anything is written. A column pgdedup has to add is added
     in its own short transaction (``pgdedup.prepare_mark_column``: a lock timeout, never a long
     ACCESS EXCLUSIVE lock); the marks are then decided and written in one transaction (all or
-    none) that holds the collection's lock and only row locks on the source table.
+    none) that holds the collection's lock and only row locks on the source table. After a full
+    run on its own connection, pgdedup ANALYZEs the tables that run filled (``_analyze_results``).
 
     Raises:
         CollectionNotFound: no such collection.
@@ -119,6 +135,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             if not alter:
                 where = conn.execute("SELECT pgdedup.create_duplicates_view(%s)", (name,)).fetchone()[0]
             s.commit()
+            if row[0] == "full" and s.owned:
+                _analyze_results(conn)
             return DedupeResult(name, row[1], row[2], row[3], time.perf_counter() - t0, where, row[0])
         with shown.stage("every candidate checked exactly"):
             verify_exact(conn, coll, threshold, max_bucket, ranked=True, keep_order=keep_order, progress=shown.on)

@@ -428,6 +428,32 @@ def test_an_incremental_auto_run_checks_a_new_rows_pairs_with_leaders_up_front(c
     assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
+def test_a_full_run_leaves_statistics_for_the_next_incremental_one(conn, dsn):
+    """A full dedupe on pgdedup's own connection ANALYZEs the tables it filled (exact checks,
+    leaders, marks), so the next, incremental run is planned on statistics rather than none (at
+    a million rows 6.8-7.0 s without them, 2.1 s with). Autovacuum is off on those tables here:
+    only pgdedup can have analyzed them."""
+    rng = random.Random(3)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(1, 41):
+            copy.write_row((i, families.text(rng, 0, rng.randrange(3)), 0))
+    pgdedup.migrate(dsn)
+    tables = ("pgdedup.checked", "pgdedup.leaders", "pgdedup.duplicates")
+    for table in tables:
+        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+
+    def rows_estimated() -> list[int]:
+        return conn.execute("SELECT array_agg(c.reltuples::bigint ORDER BY t.n) FROM unnest(%s::regclass[]) "
+                            "WITH ORDINALITY t(r, n) JOIN pg_class c ON c.oid = t.r", (list(tables),)).fetchone()[0]
+
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    assert rows_estimated() == [-1, -1, -1], "never analyzed"
+    assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
+    counts = rows_estimated()
+    assert all(n > 0 for n in counts), counts
+
+
 def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):
     pgdedup.track("docs", dsn=dsn)
     pgdedup.index("docs", dsn=dsn, progress=False)
