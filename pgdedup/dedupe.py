@@ -7,6 +7,7 @@ this module only calls them, so a psql user and a CLI user get exactly the same 
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 
 import psycopg
@@ -40,6 +41,8 @@ class DedupeResult:
 
 #: What a full run fills that the next incremental run joins against.
 RESULT_TABLES = ("pgdedup.checked", "pgdedup.leaders", "pgdedup.duplicates")
+#: How long the ANALYZE after a full run waits for those tables' lock before giving up.
+ANALYZE_LOCK_TIMEOUT = "1s"
 
 
 def _analyze_results(conn: psycopg.Connection) -> None:
@@ -47,9 +50,17 @@ def _analyze_results(conn: psycopg.Connection) -> None:
     on pgdedup's own connection, so that the next (incremental) run is not planned on none:
     measured at 1M rows, without statistics on them an incremental run took 6.8-7.0 s, with
     them 2.1 s (autovacuum analyzes them too, but later). A few tenths of a second after a full
-    run; a role that does not own them gets PostgreSQL's "skipping" warning, nothing else."""
-    conn.execute(sql.SQL("ANALYZE {}").format(sql.SQL(", ").join(sql.SQL(t) for t in RESULT_TABLES)))
-    conn.commit()
+    run; a role that does not own them gets PostgreSQL's "skipping" warning, nothing else. Best
+    effort: the marks are committed by then, so a failure here (their lock not had within
+    ``ANALYZE_LOCK_TIMEOUT``, say behind a VACUUM of them; a cancel) is left to autovacuum
+    instead of failing or holding up the run."""
+    try:
+        conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (ANALYZE_LOCK_TIMEOUT,))
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.SQL(", ").join(sql.SQL(t) for t in RESULT_TABLES)))
+        conn.commit()
+    except psycopg.Error:
+        with suppress(psycopg.Error):
+            conn.rollback()
 
 
 def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None = None,

@@ -454,6 +454,23 @@ def test_a_full_run_leaves_statistics_for_the_next_incremental_one(conn, dsn):
     assert all(n > 0 for n in counts), counts
 
 
+def test_a_full_run_does_not_wait_long_for_its_statistics(conn, dsn):
+    """The ANALYZE after a full run is best effort: with another session holding one of the
+    tables against it (as a VACUUM would), the run still ends, marks committed, in about its lock
+    timeout, and leaves the statistics to autovacuum."""
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    conn.execute("INSERT INTO docs SELECT i, %s, 0 FROM generate_series(1, 20) i", (families.text(random.Random(1), 0, 0),))
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as holder:
+        holder.execute("LOCK TABLE pgdedup.leaders IN SHARE UPDATE EXCLUSIVE MODE")
+        started = time.monotonic()
+        result = pgdedup.dedupe("docs", keep_order="id", dsn=dsn)
+        waited = time.monotonic() - started
+    assert (result.kind, result.duplicates) == ("full", 19)
+    assert waited < 10, waited
+    assert conn.execute("SELECT count(*) FROM docs WHERE duplicate_of IS NOT NULL").fetchone()[0] == 19
+
+
 def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):
     pgdedup.track("docs", dsn=dsn)
     pgdedup.index("docs", dsn=dsn, progress=False)
