@@ -370,16 +370,21 @@ def test_an_incremental_run_reexamines_what_changed_not_the_table(conn, dsn):
     assert _marks_column(conn) == incremental
 
 
+def _docs_of(conn, bodies: list[str]) -> None:
+    """Table docs (id, body, published_at) holding ``bodies`` as rows 1, 2, ..., all published at 0."""
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i, body in enumerate(bodies, 1):
+            copy.write_row((i, body, 0))
+
+
 def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn):
     """40 near-copies of one story share buckets capped at 5 texts. A new copy, last in keep
     order, has edges only to the leaders, which come before it: it is the one row re-examined
     (revision 6 re-examined every member of its buckets). Then a leader deleted and a middle row
     edited, each checked against a fresh full run."""
     rng = random.Random(5)
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
-    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
-        for i in range(1, 41):
-            copy.write_row((i, families.text(rng, 0, 1), 0))
+    _docs_of(conn, [families.text(rng, 0, 1) for _ in range(40)])
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
     capped = conn.execute("SELECT count(DISTINCT (band, bucket)) FROM pgdedup.leaders").fetchone()[0]
@@ -405,10 +410,7 @@ def test_an_incremental_auto_run_checks_a_new_rows_pairs_with_leaders_up_front(c
     decided once: no round of "<n> ambiguous pairs checked exactly" after a decision that met
     pairs without a check. The marks equal a fresh full run's."""
     rng = random.Random(11)
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
-    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
-        for i in range(1, 41):
-            copy.write_row((i, families.text(rng, 0, rng.randrange(3)), 0))
+    _docs_of(conn, [families.text(rng, 0, rng.randrange(3)) for _ in range(40)])
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
     assert conn.execute("SELECT count(*) FROM pgdedup.leaders").fetchone()[0] > 0, "capped buckets"
@@ -434,10 +436,7 @@ def test_a_full_run_leaves_statistics_for_the_next_incremental_one(conn, dsn):
     a million rows 6.8-7.0 s without them, 2.1 s with). Autovacuum is off on those tables here:
     only pgdedup can have analyzed them."""
     rng = random.Random(3)
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
-    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
-        for i in range(1, 41):
-            copy.write_row((i, families.text(rng, 0, rng.randrange(3)), 0))
+    _docs_of(conn, [families.text(rng, 0, rng.randrange(3)) for _ in range(40)])
     pgdedup.migrate(dsn)
     tables = ("pgdedup.checked", "pgdedup.leaders", "pgdedup.duplicates")
     for table in tables:
@@ -458,8 +457,7 @@ def test_a_full_run_does_not_wait_long_for_its_statistics(conn, dsn):
     """The ANALYZE after a full run is best effort: with another session holding one of the
     tables against it (as a VACUUM would), the run still ends, marks committed, in about its lock
     timeout, and leaves the statistics to autovacuum."""
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
-    conn.execute("INSERT INTO docs SELECT i, %s, 0 FROM generate_series(1, 20) i", (families.text(random.Random(1), 0, 0),))
+    _docs_of(conn, [families.text(random.Random(1), 0, 0)] * 20)
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     with psycopg.connect(dsn) as holder:
         holder.execute("LOCK TABLE pgdedup.leaders IN SHARE UPDATE EXCLUSIVE MODE")
