@@ -52,9 +52,19 @@ def test_upgrade_downgrade_upgrade(conn, dsn):
 
 
 def _function_definitions(conn) -> dict[str, str]:
-    return dict(conn.execute(
+    """Each pgdedup function's definition, its SET lines sorted: they come in the order the
+    settings were made (a downgrade may re-pin a search path after restoring other settings),
+    which means nothing."""
+    def canonical(definition: str) -> str:
+        lines = definition.split("\n")
+        settings = sorted(line for line in lines if line.startswith(" SET "))
+        first = next((i for i, line in enumerate(lines) if line.startswith(" SET ")), len(lines))
+        return "\n".join([line for line in lines[:first] if not line.startswith(" SET ")] + settings
+                         + [line for line in lines[first:] if not line.startswith(" SET ")])
+
+    return {name: canonical(definition) for name, definition in conn.execute(
         "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) FROM pg_proc p "
-        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgdedup' AND p.prokind = 'f'").fetchall())
+        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'pgdedup' AND p.prokind = 'f'").fetchall()}
 
 
 def test_downgrading_the_newest_revision_gives_back_the_previous_ones_functions(conn, dsn):
