@@ -74,6 +74,16 @@ def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_
         # the counts the run returns (kept with the result and adjusted since the full run) against the marks
         assert result.duplicates == sum(v is not None for v in marks.values())
         assert result.groups == len({v for v in marks.values() if v is not None})
+    # a full run over the stored result (it writes only what differs) stores what a fresh one does
+    families.apply(conn, rng, rng.randrange(1, 12), next_id, tracked, length)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    full = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, full=True, dsn=dsn)
+    assert full.kind == "full"
+    assert _marks_column(conn) == _marks_fresh(conn, dsn, keep_order, max_bucket, verify)
+    stored = ("SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates "
+              "WHERE collection_id = pgdedup.collection_id(%s) AND target = %s ORDER BY row_key")
+    assert conn.execute(stored, ("docs", "column")).fetchall() == conn.execute(stored, ("fresh", "view")).fetchall()
+    conn.commit()
 
 
 # tracking --------------------------------------------------------------------------------------
