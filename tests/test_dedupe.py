@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 import pgdedup
@@ -188,3 +189,29 @@ def test_exact_verification_threshold_edges(conn, dsn):
     assert marks[2] == 1 and marks[1] is None
     assert marks[3] in (None, 2) and result.duplicates >= 1
     assert all(s >= threshold for s in found.values())
+
+
+def test_a_full_run_refuses_a_key_that_stopped_being_unique(conn, dsn):
+    """A key the source table now holds twice is decided twice; the full run refuses that before
+    it writes, as the primary key of pgdedup.duplicates did when every mark was inserted, and the
+    stored result stays as it was."""
+    body = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    conn.execute("INSERT INTO docs VALUES (1, %s, 1), (2, %s, 2), (3, 'something else entirely here and there', 3)",
+                 (body, body))
+    conn.commit()
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    first = pgdedup.dedupe("docs", alter=False, keep_order="published_at, id", verify="estimate", dsn=dsn)
+    assert (first.duplicates, first.groups) == (1, 1)
+    conn.execute("ALTER TABLE docs DROP CONSTRAINT docs_pkey")
+    conn.execute("INSERT INTO docs VALUES (2, %s, 5)", (body,))  # key 2 twice now
+    conn.commit()
+    stored = "SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates WHERE target = 'view' ORDER BY 1"
+    before = conn.execute(stored).fetchall()
+    conn.commit()
+    with pytest.raises(psycopg.errors.UniqueViolation, match="the key 2 stands for more than one row"):
+        conn.execute("SELECT * FROM pgdedup.update_duplicates('docs', false, NULL, 'published_at, id', "
+                     "'duplicate_of', 100, true, 'estimate')")
+    conn.rollback()
+    assert conn.execute(stored).fetchall() == before
+    assert conn.execute("SELECT duplicates, groups FROM pgdedup.results WHERE target = 'view'").fetchone() == (1, 1)

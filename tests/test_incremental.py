@@ -554,3 +554,48 @@ def test_kill_9_of_an_index_from_the_queue_loses_nothing(conn, dsn, docs):
     assert rerun.queued == left and conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 0
     full = pgdedup.index("docs", full=True, dsn=dsn, progress=False)
     assert (full.signed, full.removed) == (0, 0)
+
+
+def test_counts_and_stored_marks_of_the_view_target_follow_each_way_of_storing(conn, dsn):
+    """The view target (alter=False): counts recounted when unknown (as after an upgrade from
+    revision 33), then adjusted by incremental runs that add a group, grow one and remove one;
+    then a full run over the stored result in which a mark keeps its kept row but not its
+    similarity. Counts against the view's own marks; stored rows against a fresh collection's."""
+    base = [f"f0w{i}" for i in range(40)]
+
+    def edited(*positions: int) -> str:
+        return " ".join(f"x{i}" if i in positions else w for i, w in enumerate(base))
+
+    other = [" ".join(f"f{f}w{i}" for i in range(40)) for f in (1, 2)]
+    _docs_of(conn, [" ".join(base), edited(39), other[0], other[0] + " tail", other[1]])
+    conn.commit()
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    kw = {"alter": False, "keep_order": "published_at, id", "verify": "estimate", "dsn": dsn}
+    assert pgdedup.dedupe("docs", **kw).kind == "full"
+    in_view = "SELECT count(duplicate_of), count(DISTINCT duplicate_of) FROM pgdedup.docs_duplicates"
+    conn.execute("UPDATE pgdedup.results SET duplicates = NULL, groups = NULL WHERE target = 'view'")
+    conn.commit()
+    for change, args in (("INSERT INTO docs VALUES (6, %s, 0), (7, %s, 0)", (edited(0), other[1] + " more")),
+                         ("DELETE FROM docs WHERE id = 4", ())):
+        conn.execute(change, args)
+        conn.commit()
+        pgdedup.index("docs", dsn=dsn, progress=False)
+        result = pgdedup.dedupe("docs", **kw)
+        assert result.kind == "incremental"
+        counts = conn.execute(in_view).fetchone()
+        assert (result.duplicates, result.groups) == counts
+        assert conn.execute("SELECT duplicates, groups FROM pgdedup.results WHERE target = 'view'").fetchone() == counts
+        conn.commit()
+    stored = ("SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates "
+              "WHERE collection_id = pgdedup.collection_id(%s) AND target = 'view' ORDER BY row_key")
+    before = {r[0]: r[1:] for r in conn.execute(stored, ("docs",))}
+    conn.execute("UPDATE docs SET body = %s WHERE id = 2", (edited(30, 39),))
+    conn.commit()
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    full = pgdedup.dedupe("docs", full=True, **kw)
+    after = {r[0]: r[1:] for r in conn.execute(stored, ("docs",))}
+    assert after["2"][0] == before["2"][0] and after["2"][1] != before["2"][1]  # the case this test is for
+    assert (full.duplicates, full.groups) == conn.execute(in_view).fetchone()
+    _marks_fresh(conn, dsn, "published_at, id", 100, "estimate")
+    assert conn.execute(stored, ("docs",)).fetchall() == conn.execute(stored, ("fresh",)).fetchall()
+    conn.commit()
