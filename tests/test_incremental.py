@@ -32,6 +32,13 @@ def _marks_column(conn) -> dict[int, int | None]:
     return dict(conn.execute("SELECT id, duplicate_of FROM docs ORDER BY id").fetchall())
 
 
+def _stored_marks(conn, name: str, target: str) -> list[tuple[str, str, float]]:
+    """(row_key, duplicate_of, similarity) of collection ``name``'s stored result for ``target``."""
+    return conn.execute("SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates "
+                        "WHERE collection_id = pgdedup.collection_id(%s) AND target = %s ORDER BY row_key",
+                        (name, target)).fetchall()
+
+
 def _marks_fresh(conn, dsn: str, keep_order: str, max_bucket: int, verify: str = "auto") -> dict[int, int | None]:
     """The oracle: a new collection over the final table, indexed and deduped from scratch."""
     conn.execute("SELECT pgdedup.drop_collection('fresh') FROM pgdedup.collections WHERE name = 'fresh'")
@@ -80,9 +87,7 @@ def test_incremental_marks_equal_a_fresh_full_run(conn, dsn, seed, tracked, max_
     full = pgdedup.dedupe("docs", keep_order=keep_order, max_bucket=max_bucket, verify=verify, full=True, dsn=dsn)
     assert full.kind == "full"
     assert _marks_column(conn) == _marks_fresh(conn, dsn, keep_order, max_bucket, verify)
-    stored = ("SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates "
-              "WHERE collection_id = pgdedup.collection_id(%s) AND target = %s ORDER BY row_key")
-    assert conn.execute(stored, ("docs", "column")).fetchall() == conn.execute(stored, ("fresh", "view")).fetchall()
+    assert _stored_marks(conn, "docs", "column") == _stored_marks(conn, "fresh", "view")
     conn.commit()
 
 
@@ -586,16 +591,14 @@ def test_counts_and_stored_marks_of_the_view_target_follow_each_way_of_storing(c
         assert (result.duplicates, result.groups) == counts
         assert conn.execute("SELECT duplicates, groups FROM pgdedup.results WHERE target = 'view'").fetchone() == counts
         conn.commit()
-    stored = ("SELECT row_key, duplicate_of, similarity FROM pgdedup.duplicates "
-              "WHERE collection_id = pgdedup.collection_id(%s) AND target = 'view' ORDER BY row_key")
-    before = {r[0]: r[1:] for r in conn.execute(stored, ("docs",))}
+    before = {r[0]: r[1:] for r in _stored_marks(conn, "docs", "view")}
     conn.execute("UPDATE docs SET body = %s WHERE id = 2", (edited(30, 39),))
     conn.commit()
     pgdedup.index("docs", dsn=dsn, progress=False)
     full = pgdedup.dedupe("docs", full=True, **kw)
-    after = {r[0]: r[1:] for r in conn.execute(stored, ("docs",))}
+    after = {r[0]: r[1:] for r in _stored_marks(conn, "docs", "view")}
     assert after["2"][0] == before["2"][0] and after["2"][1] != before["2"][1]  # the case this test is for
     assert (full.duplicates, full.groups) == conn.execute(in_view).fetchone()
     _marks_fresh(conn, dsn, "published_at, id", 100, "estimate")
-    assert conn.execute(stored, ("docs",)).fetchall() == conn.execute(stored, ("fresh",)).fetchall()
+    assert _stored_marks(conn, "docs", "view") == _stored_marks(conn, "fresh", "view")
     conn.commit()
