@@ -28,8 +28,8 @@ a throwaway LocalPostgres (or ``--dsn``: a scratch database whose ``feed_items``
 each in a fresh subprocess from an empty ``pgdedup`` schema (dropped before each run, so both
 pay the migration and neither pays for deleting the other's rows or leaves dead tuples);
 its RSS is ``ru_maxrss`` of the main process and, for workers, of the largest child
-(RUSAGE_CHILDREN). Then, timed from this process: VACUUM ANALYZE of the pgdedup tables (pgdedup
-does not do it itself; listed so the reader sees it), ``count(*)`` of ``candidate_pairs`` and of
+(RUSAGE_CHILDREN). Then, timed from this process, right after the second index run (which
+VACUUMs the tables it wrote itself, as every full index run does): ``count(*)`` of ``candidate_pairs`` and of
 ``verified_pairs``, and ``pgdedup.dedupe(keep_order='published_at, feed_item_id')`` (verify auto,
 the default), which redoes candidates and verification itself, then the same dedupe by
 estimate alone (``verify="estimate", full=True``) and the ratio of the two (the issue's
@@ -251,10 +251,6 @@ def flow(dsn: str, n: int) -> dict[str, str]:
             out[f"index w={workers} rows/s"] = f"{n / r['seconds']:,.0f}"
             rss = f"{r['self_kb'] / 1024:,.0f}"
             out[f"index w={workers} RSS MB main/child"] = rss + (f" / {r['children_kb'] / 1024:,.0f}" if workers > 1 else "")
-        t0 = time.perf_counter()
-        conn.execute("VACUUM (ANALYZE) pgdedup.signatures")
-        conn.execute("VACUUM (ANALYZE) pgdedup.band_keys")
-        out["vacuum analyze pgdedup s"] = f"{time.perf_counter() - t0:.1f}"
         cid = "pgdedup.collection_id('feed_items')"
         seconds, cands = timed(conn, f"SELECT count(*) FROM pgdedup.candidate_pairs({cid})")
         out["candidates s"], out["candidate pairs"] = f"{seconds:.1f}", f"{cands:,}"
