@@ -18,7 +18,8 @@ times only the work below; best of ``--repeat`` runs (default 3). Peak RSS is th
   integer PRIMARY KEY, body text)`` in the benchmark's database, then ``pgdedup.index`` with 2
   workers into an empty ``pgdedup`` schema (migrated beforehand, untimed) in a fresh subprocess:
   worker processes started, rows read from PostgreSQL, signed, signatures and band keys COPYed
-  and committed, the staged band keys moved.
+  and committed, the staged band keys moved, and (since 2026-12-07) the run's closing VACUUM
+  of the tables it wrote.
   The peers keep everything in memory and write nothing anywhere; the server shares the
   machine's cores with the signers. Its ratio column is the target of the speed issue.
 
@@ -29,7 +30,8 @@ each in a fresh subprocess from an empty ``pgdedup`` schema (dropped before each
 pay the migration and neither pays for deleting the other's rows or leaves dead tuples);
 its RSS is ``ru_maxrss`` of the main process and, for workers, of the largest child
 (RUSAGE_CHILDREN). Then, timed from this process, right after the second index run (which
-VACUUMs the tables it wrote itself, as every full index run does): ``count(*)`` of ``candidate_pairs`` and of
+VACUUMs the tables it wrote itself, as a full run that wrote at least a twentieth of the
+rows does): ``count(*)`` of ``candidate_pairs`` and of
 ``verified_pairs``, and ``pgdedup.dedupe(keep_order='published_at, feed_item_id')`` (verify auto,
 the default), which redoes candidates and verification itself, then the same dedupe by
 estimate alone (``verify="estimate", full=True``) and the ratio of the two (the issue's

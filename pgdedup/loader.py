@@ -169,36 +169,46 @@ def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int, 
             done.result()
 
 
-#: How long the VACUUM at the end of a full index run waits for a table's lock before leaving it.
+#: A full run VACUUMs what it wrote when it signed or removed at least 1 / VACUUM_SHARE of the rows.
+VACUUM_SHARE = 20
+#: How long that VACUUM waits for a table's lock before leaving the table to autovacuum.
 VACUUM_LOCK_TIMEOUT = "5s"
 
 
-def _vacuum_written(writer: psycopg.Connection) -> None:
-    """VACUUM the tables a full index run writes (``signatures``, already analyzed, and
-    ``band_keys``, analyzed too: a few scalar columns), so that the dedupe after it reads their
-    keys by index-only scans, planned on current statistics: a page stays out of the visibility map
-    from its first write until a VACUUM, and each of its index entries then costs a heap visit.
-    Measured at 200,000 rows: a full dedupe by estimate took 7.4-7.6 s on the tables as a first
-    load left them, 4.6 s once they were vacuumed (0.2 s); at 1M rows, after a few thousand
-    changed rows, the scan of the band keys took 12.5 s, 7.5 s vacuumed.
+def _vacuum_written(dsn: str, name: str) -> None:
+    """VACUUM the tables a full index run writes (``signatures``, and ``band_keys`` with
+    ANALYZE: a few scalar columns; ``signatures`` is analyzed by the run), so that the dedupe
+    after it reads their keys by index-only scans, planned on current statistics: a page stays
+    out of the visibility map from its first write until a VACUUM, and each of its index entries
+    then costs a heap visit. Measured at 200,000 rows: a full dedupe by estimate took 7.4-7.6 s
+    on the tables as a first load left them, 4.6 s once they were vacuumed (0.2 s); at 1M rows,
+    after a few thousand changed rows, the scan of the band keys took 12.5 s, 7.5 s vacuumed.
     Autovacuum does it too, but only after a fifth of a table has been written since its last
-    pass (a minute after a first load; thousands of changed rows later on a live collection).
+    pass (a minute after a first load; many changes later on a live collection).
 
-    PostgreSQL marks a page visible to all only once the commits of its rows are flushed to the
-    WAL, which a server with ``synchronous_commit = off`` does a fraction of a second later: the
-    run's last transaction commits with ``synchronous_commit = local``, so every chunk's commit is
-    flushed before this runs.
+    ``index`` calls it after a full run that wrote at least 1/``VACUUM_SHARE`` of the rows (a
+    first load always), once the run's locks are released. Runs from the queue and small
+    reruns leave it to autovacuum: their pages are few, and their dead band keys could make
+    the pass scan every index of both tables. The pass keeps the tables' size
+    (``TRUNCATE OFF``: no exclusive lock on them, however brief).
 
-    Best effort: everything of the run is committed by then, so a table whose lock is not had
+    PostgreSQL marks a page visible to all only when no snapshot could still miss its rows and
+    their commits are flushed to the WAL, which a server with ``synchronous_commit = off`` does
+    a fraction of a second later: the run's last transaction then commits with ``local``, which
+    flushes every chunk's commit before it. An older snapshot held elsewhere (a long
+    transaction of an application) leaves pages unmarked; the pass then only costs its time.
+
+    Best effort, its own connection: the run is committed, so a table whose lock is not had
     within ``VACUUM_LOCK_TIMEOUT`` (another session vacuuming or analyzing it; an autovacuum
-    worker is cancelled by PostgreSQL after ``deadlock_timeout``, 1 s by default, and this pass
-    goes on unthrottled) or a failure (a cancel) is left to autovacuum; a role that does not own
-    the tables gets PostgreSQL's "skipping" warning. Runs from the queue do not vacuum (a
-    batch's dead band keys would make each pass scan the whole primary key)."""
-    writer.execute("SELECT pg_catalog.set_config('lock_timeout', %s, false)", (VACUUM_LOCK_TIMEOUT,))
-    for vacuum in ("VACUUM pgdedup.signatures", "VACUUM (ANALYZE) pgdedup.band_keys"):
-        with suppress(psycopg.Error):
-            writer.execute(vacuum)
+    worker is cancelled by PostgreSQL after ``deadlock_timeout``), a role that may not vacuum
+    them (PostgreSQL skips the table with a warning in its log) or any failure leaves the work
+    to autovacuum."""
+    with suppress(psycopg.Error, PgdedupError), \
+            connect(dsn, autocommit=True, application_name=f"pgdedup index {name} (vacuum)") as conn:
+        conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, false)", (VACUUM_LOCK_TIMEOUT,))
+        for vacuum in ("VACUUM (TRUNCATE OFF) pgdedup.signatures", "VACUUM (TRUNCATE OFF, ANALYZE) pgdedup.band_keys"):
+            with suppress(psycopg.Error):
+                conn.execute(vacuum)
 
 
 def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
@@ -483,19 +493,21 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
                 coll = collections.settle(writer, coll, source, params, reindex)
             result = _run(writer, dsn, coll, source, chunk_size, progress, workers, t0, full or partitioned, client)
             with writer.transaction():
-                # flushed before it returns, with every chunk's commit before it: see _vacuum_written
-                writer.execute("SET LOCAL synchronous_commit = local")
+                # flushed before it returns, with every chunk's commit before it (see _vacuum_written)
+                writer.execute("SELECT pg_catalog.set_config('synchronous_commit', 'local', true) "
+                               "WHERE pg_catalog.current_setting('synchronous_commit') = 'off'")
                 writer.execute(
                     "UPDATE pgdedup.collections SET rows_indexed = CASE WHEN %s THEN %s ELSE (SELECT count(*) "
                     "FROM pgdedup.signatures WHERE collection_id = %s) END, indexed_at = now() WHERE collection_id = %s",
                     (result.queued is not None, result.source_rows, coll.id, coll.id))
                 writer.execute("INSERT INTO pgdedup.runs (collection_id, kind, started_at, stats) "
                                "VALUES (%s, 'index', %s, %s)", (coll.id, started, Jsonb(result.stats)))
-            if result.queued is None and (result.signed or result.removed):
-                _vacuum_written(writer)
         finally:
             if not writer.closed and not writer.broken:
                 writer.execute("SELECT pg_catalog.pg_advisory_unlock(%s, %s)", (COLLECTION_LOCK, coll.id))
+    written = result.signed + result.removed
+    if result.queued is None and written and written * VACUUM_SHARE >= result.source_rows:
+        _vacuum_written(dsn, name)  # the run's locks are released: nothing waits for this
     return result
 
 
