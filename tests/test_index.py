@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import pgdedup
 from pgdedup import Params, loader, sign_texts
 
+from clirun import cli, cli_background
 from crashes import signatures_fail_after
 from reference import ref_sketch
 
@@ -150,6 +152,40 @@ def test_a_full_run_leaves_what_it_wrote_to_index_only_scans(conn, dsn, monkeypa
     conn.execute("UPDATE t SET body = 'one new text' WHERE id = 1")
     assert pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False).signed == 1
     assert _heap_fetches(conn, text_scan) > 0
+
+
+def test_the_closing_vacuum_leaves_a_table_another_session_holds_and_the_run_succeeds(conn, dsn):
+    """The closing VACUUM runs after the run has released its locks and waits at most
+    VACUUM_LOCK_TIMEOUT for a table another session holds (real CLI processes, a real lock):
+    while the first run's pass waits for ``band_keys``, a second run of the collection goes
+    through; then the first exits 0 with its summary, ``signatures`` vacuumed and ``band_keys``
+    left to autovacuum (off here)."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(400)])
+    pgdedup.migrate(dsn)
+    for table in ("signatures", "band_keys"):
+        conn.execute(f"ALTER TABLE pgdedup.{table} SET (autovacuum_enabled = off)")
+    waiting = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdedup index t (vacuum)' "
+               "AND wait_event_type = 'Lock'")
+    with psycopg.connect(dsn) as holder:
+        holder.execute("LOCK TABLE pgdedup.band_keys IN SHARE UPDATE EXCLUSIVE MODE")  # as a VACUUM of it would
+        first = cli_background("index", "t", "--key", "id", "--text", "body", "--no-progress", "--dsn", dsn)
+        try:
+            deadline = time.monotonic() + 60
+            while conn.execute(waiting).fetchone()[0] == 0:
+                assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+                time.sleep(0.05)
+            again = cli("index", "t", "--no-progress", "--dsn", dsn, timeout=120)
+            assert again.returncode == 0, again.stderr
+            out, err = first.communicate(timeout=120)
+        finally:
+            if first.poll() is None:
+                first.kill()
+    assert first.returncode == 0, err
+    assert "indexed t: 400 rows (400 signed" in out
+    text_scan = "SELECT count(*) FROM pgdedup.signatures WHERE collection_id = 1 AND text_hash >= -9223372036854775808"
+    band_scan = "SELECT count(*) FROM pgdedup.band_keys WHERE collection_id = 1 AND band = 3"
+    assert _heap_fetches(conn, text_scan) == 0 and _heap_fetches(conn, band_scan) > 0
 
 
 def test_changed_parameters_refused_unless_reindex(conn, dsn):
