@@ -21,12 +21,13 @@ import time
 
 import numpy as np
 import psycopg
+from psycopg import sql
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import families
 import pgdedup
-from pgdedup import exact
+from pgdedup import collections, exact
 from pgdedup.exact import _batches
 
 from clirun import cli
@@ -408,3 +409,31 @@ def test_the_rule_change_of_revision_31_redecides_in_full(conn, dsn):
     for alter in (True, False):
         assert pgdedup.dedupe("docs", alter=alter, keep_order="n, id", dsn=dsn).kind == "full"
         assert pgdedup.dedupe("docs", alter=alter, keep_order="n, id", dsn=dsn).kind == "incremental"
+
+
+@pytest.mark.parametrize("verify", ["estimate", "auto"])
+@pytest.mark.parametrize("max_bucket", [2, 100])
+def test_a_full_runs_edges_from_its_estimates_equal_the_look_ups(conn, dsn, verify, max_bucket):
+    """Inside update_duplicates' own full run, decide() takes each edge's two text hashes from
+    the run's estimated pairs (revision 38); outside such a run it looks both rows up in
+    pgdedup.signatures, as before. The two ways must give the same edges: the same decision
+    runs both ways in one transaction (the auto run's "unchecked" return leaves its estimates in
+    place), with exact copies (unedited family texts) and, with max_bucket 2, capped buckets."""
+    _indexed_families(conn, dsn, seed=11, rows=120, count=6)
+    with psycopg.connect(dsn) as c:
+        row = c.execute("SELECT * FROM pgdedup.update_duplicates('docs', false, NULL, 'n, id', 'duplicate_of', %s, true, "
+                        "'auto')", (max_bucket,)).fetchone()
+        assert row[0] == "unchecked", "the run stops with its estimates in place"
+        cid = c.execute("SELECT collection_id FROM pgdedup.collections WHERE name = 'docs'").fetchone()[0]
+        exact.store_checks(c, collections.get(c, "docs"),
+                           sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
+        edges = {}
+        for reuse in ("on", "off"):
+            c.execute("SELECT pg_catalog.set_config('pgdedup.reuse_estimated', %s, true)", (reuse,))
+            assert c.execute("SELECT pgdedup.reusing(%s, %s)", (cid, max_bucket)).fetchone()[0] == (reuse == "on")
+            c.execute("SELECT pgdedup.decide(%s, NULL, 'n, id', %s, %s)", (cid, max_bucket, verify))
+            edges[reuse] = sorted(c.execute("SELECT h1, h2, similarity FROM pg_temp.pgdedup_edges").fetchall())
+        c.rollback()
+    copies = conn.execute("SELECT count(*) - count(DISTINCT text_hash) FROM pgdedup.signatures").fetchone()[0]
+    assert copies > 0 and len(edges["on"]) > 20
+    assert edges["on"] == edges["off"]
