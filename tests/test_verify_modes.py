@@ -424,6 +424,9 @@ def test_a_full_runs_edges_from_its_estimates_equal_the_look_ups(conn, dsn, veri
         row = c.execute("SELECT * FROM pgdedup.update_duplicates('docs', false, NULL, 'n, id', 'duplicate_of', %s, true, "
                         "'auto')", (max_bucket,)).fetchone()
         assert row[0] == "unchecked", "the run stops with its estimates in place"
+        capped = c.execute("SELECT count(*) FROM pg_temp.pgdedup_shared WHERE cardinality(ids) > %s",
+                           (max_bucket,)).fetchone()[0]
+        assert (capped > 0) == (max_bucket == 2), "capped buckets with max_bucket 2 only"
         cid = c.execute("SELECT collection_id FROM pgdedup.collections WHERE name = 'docs'").fetchone()[0]
         exact.store_checks(c, collections.get(c, "docs"),
                            sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
