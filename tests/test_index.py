@@ -125,6 +125,21 @@ def _heap_fetches(conn: psycopg.Connection, query: str) -> int:
     return sum(found)
 
 
+#: Index-only scans of the two tables a full run vacuums (``_heap_fetches`` counts their heap visits).
+BAND_SCAN = "SELECT count(*) FROM pgdedup.band_keys WHERE collection_id = 1 AND band = 3"
+TEXT_SCAN = "SELECT count(*) FROM pgdedup.signatures WHERE collection_id = 1 AND text_hash >= -9223372036854775808"
+
+
+def _table_without_autovacuum(conn: psycopg.Connection, dsn: str, tables: tuple[str, ...]) -> None:
+    """Table t of 400 texts and a migrated schema whose ``tables`` autovacuum leaves alone, so that
+    only an index run's own VACUUM can put their pages in the visibility map."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(400)])
+    pgdedup.migrate(dsn)
+    for table in tables:
+        conn.execute(f"ALTER TABLE pgdedup.{table} SET (autovacuum_enabled = off)")
+
+
 @pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
 def test_a_full_run_leaves_what_it_wrote_to_index_only_scans(conn, dsn, monkeypatch, staged):
     """A dedupe right after an index reads the band keys and signatures by index-only scans: a
@@ -135,23 +150,17 @@ def test_a_full_run_leaves_what_it_wrote_to_index_only_scans(conn, dsn, monkeypa
     run's own pass can mark pages)."""
     if staged:
         monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(400)])
-    pgdedup.migrate(dsn)
-    for table in ("signatures", "band_keys", "band_keys_staged"):
-        conn.execute(f"ALTER TABLE pgdedup.{table} SET (autovacuum_enabled = off)")
-    band_scan = "SELECT count(*) FROM pgdedup.band_keys WHERE collection_id = 1 AND band = 3"
-    text_scan = "SELECT count(*) FROM pgdedup.signatures WHERE collection_id = 1 AND text_hash >= -9223372036854775808"
+    _table_without_autovacuum(conn, dsn, ("signatures", "band_keys", "band_keys_staged"))
     pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
-    assert (_heap_fetches(conn, band_scan), _heap_fetches(conn, text_scan)) == (0, 0)
+    assert (_heap_fetches(conn, BAND_SCAN), _heap_fetches(conn, TEXT_SCAN)) == (0, 0)
     conn.execute("UPDATE t SET body = body || ' and a new ending' WHERE id % 7 = 0")
     conn.execute("DELETE FROM t WHERE id % 11 = 0")
     again = pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
     assert again.signed > 0 and again.removed > 0
-    assert (_heap_fetches(conn, band_scan), _heap_fetches(conn, text_scan)) == (0, 0)
+    assert (_heap_fetches(conn, BAND_SCAN), _heap_fetches(conn, TEXT_SCAN)) == (0, 0)
     conn.execute("UPDATE t SET body = 'one new text' WHERE id = 1")
     assert pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False).signed == 1
-    assert _heap_fetches(conn, text_scan) > 0
+    assert _heap_fetches(conn, TEXT_SCAN) > 0
 
 
 def test_the_closing_vacuum_leaves_a_table_another_session_holds_and_the_run_succeeds(conn, dsn):
@@ -160,11 +169,7 @@ def test_the_closing_vacuum_leaves_a_table_another_session_holds_and_the_run_suc
     while the first run's pass waits for ``band_keys``, a second run of the collection goes
     through; then the first exits 0 with its summary, ``signatures`` vacuumed and ``band_keys``
     left to autovacuum (off here)."""
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(400)])
-    pgdedup.migrate(dsn)
-    for table in ("signatures", "band_keys"):
-        conn.execute(f"ALTER TABLE pgdedup.{table} SET (autovacuum_enabled = off)")
+    _table_without_autovacuum(conn, dsn, ("signatures", "band_keys"))
     waiting = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdedup index t (vacuum)' "
                "AND wait_event_type = 'Lock'")
     with psycopg.connect(dsn) as holder:
@@ -183,9 +188,7 @@ def test_the_closing_vacuum_leaves_a_table_another_session_holds_and_the_run_suc
                 first.kill()
     assert first.returncode == 0, err
     assert "indexed t: 400 rows (400 signed" in out
-    text_scan = "SELECT count(*) FROM pgdedup.signatures WHERE collection_id = 1 AND text_hash >= -9223372036854775808"
-    band_scan = "SELECT count(*) FROM pgdedup.band_keys WHERE collection_id = 1 AND band = 3"
-    assert _heap_fetches(conn, text_scan) == 0 and _heap_fetches(conn, band_scan) > 0
+    assert _heap_fetches(conn, TEXT_SCAN) == 0 and _heap_fetches(conn, BAND_SCAN) > 0
 
 
 def test_changed_parameters_refused_unless_reindex(conn, dsn):

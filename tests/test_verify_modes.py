@@ -427,14 +427,13 @@ def test_a_full_runs_edges_from_its_estimates_equal_the_look_ups(conn, dsn, veri
         capped = c.execute("SELECT count(*) FROM pg_temp.pgdedup_shared WHERE cardinality(ids) > %s",
                            (max_bucket,)).fetchone()[0]
         assert (capped > 0) == (max_bucket == 2), "capped buckets with max_bucket 2 only"
-        cid = c.execute("SELECT collection_id FROM pgdedup.collections WHERE name = 'docs'").fetchone()[0]
-        exact.store_checks(c, collections.get(c, "docs"),
-                           sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
+        coll = collections.get(c, "docs")
+        exact.store_checks(c, coll, sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
         edges = {}
         for reuse in ("on", "off"):
             c.execute("SELECT pg_catalog.set_config('pgdedup.reuse_estimated', %s, true)", (reuse,))
-            assert c.execute("SELECT pgdedup.reusing(%s, %s)", (cid, max_bucket)).fetchone()[0] == (reuse == "on")
-            c.execute("SELECT pgdedup.decide(%s, NULL, 'n, id', %s, %s)", (cid, max_bucket, verify))
+            assert c.execute("SELECT pgdedup.reusing(%s, %s)", (coll.id, max_bucket)).fetchone()[0] == (reuse == "on")
+            c.execute("SELECT pgdedup.decide(%s, NULL, 'n, id', %s, %s)", (coll.id, max_bucket, verify))
             edges[reuse] = sorted(c.execute("SELECT h1, h2, similarity FROM pg_temp.pgdedup_edges").fetchall())
         c.rollback()
     copies = conn.execute("SELECT count(*) - count(DISTINCT text_hash) FROM pgdedup.signatures").fetchone()[0]
