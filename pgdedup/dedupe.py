@@ -128,13 +128,9 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
         guard_source(conn, coll.source, name)  # to the commit: the checks (worker processes too) and the marks
         if verify != "exact":
             with shown.server(conn):
-                if verify == "auto" and not full:  # what an incremental run will likely ask for, checked up front
-                    probable = sql.SQL("SELECT * FROM pgdedup.probable_unchecked({}, {}, {}, {})").format(
-                        sql.Literal(coll.id), sql.Literal("column" if alter else "view"),
-                        sql.Literal(coll.params.threshold if threshold is None else threshold), sql.Literal(max_bucket))
-                    with shown.stage("the changed rows' ambiguous pairs checked exactly"):
-                        store_checks(conn, coll, probable, s.dsn, progress=shown.on)
-                while True:  # auto: check the ambiguous pairs the decision meets, then decide again
+                # auto: check the ambiguous pairs the decision stopped at, then let it go on (a full
+                # run reuses its candidates; an incremental one resumes at its closure step)
+                while True:
                     row = conn.execute("SELECT * FROM pgdedup.update_duplicates(%s, %s, %s, %s, %s, %s, %s, %s)",
                                        (name, alter, threshold, keep_order, column, max_bucket, full,
                                         verify)).fetchone()

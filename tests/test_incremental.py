@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pgdedup
+from pgdedup.exact import store_checks
 
 import families
 from families import PARAMS
@@ -421,31 +422,68 @@ def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn
         assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
-def test_an_incremental_auto_run_checks_a_new_rows_pairs_with_leaders_up_front(conn, dsn, capfd):
+def _short_copies_with_a_new_one(conn, dsn, new_body: str | None = None) -> None:
     """40 near-copies of one short story (fewer features than positions: auto checks every pair
-    of them exactly) fill buckets capped at 5 texts. A new copy meets the buckets' leaders; those
-    pairs are checked with the changed rows' before the decision (revision 33), so the region is
-    decided once: no round of "<n> ambiguous pairs checked exactly" after a decision that met
-    pairs without a check. The marks equal a fresh full run's."""
+    of them exactly) in buckets capped at 5 texts, deduped in full; then row 100, ``new_body``
+    (default: one more copy with two words replaced), indexed."""
     rng = random.Random(11)
     _docs_of(conn, [families.text(rng, 0, rng.randrange(3)) for _ in range(40)])
     pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
     assert pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn).kind == "full"
     assert conn.execute("SELECT count(*) FROM pgdedup.leaders").fetchone()[0] > 0, "capped buckets"
-    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (families.text(rng, 0, 2),))
+    conn.execute("INSERT INTO docs VALUES (100, %s, 0)", (new_body or families.text(rng, 0, 2),))
     conn.commit()
     pgdedup.index("docs", dsn=dsn, progress=False)
-    with_leaders = conn.execute(
-        "SELECT count(*) FROM pgdedup.probable_unchecked(pgdedup.collection_id('docs'), 'column', %s, 5) p "
-        "WHERE EXISTS (SELECT 1 FROM pgdedup.leaders l WHERE l.text_hash IN (p.text_a, p.text_b))",
-        (PARAMS.threshold,)).fetchone()[0]
-    assert with_leaders > 0, "the new row's pairs with the leaders are predicted"
+
+
+def test_an_incremental_auto_run_goes_on_from_the_step_that_needed_checks(conn, dsn, capfd):
+    """A new copy meets ambiguous pairs without a check (with the capped buckets' leaders): the
+    decision stops at that closure step, the pairs are checked, and the next call goes on from
+    that step (revision 39) instead of setting up the region again. The marks equal a fresh
+    full run's."""
+    _short_copies_with_a_new_one(conn, dsn)
     capfd.readouterr()
     result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=dsn, progress=True)
     stages = capfd.readouterr().err
-    assert not re.search(r"\d+ ambiguous pairs checked exactly", stages), stages
+    assert re.search(r"\d+ ambiguous pairs checked exactly", stages), stages
+    assert len(re.findall(r"texts to start from", stages)) == 1, stages
+    assert re.search(r"going on from closure step 1\b", stages), stages
     assert result.kind == "incremental"
     assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
+
+
+@pytest.mark.parametrize("meddle", [
+    "CREATE TEMP TABLE pgdedup_emptied ON COMMIT DROP AS SELECT * FROM pg_temp.pgdedup_step_pairs LIMIT 0; "
+    "DROP TABLE pg_temp.pgdedup_step_pairs; ALTER TABLE pg_temp.pgdedup_emptied RENAME TO pgdedup_step_pairs",
+    "INSERT INTO pg_temp.pgdedup_edges SELECT a.text_hash, b.text_hash, 1.0 FROM pgdedup.signatures a "
+    "JOIN pgdedup.signatures b ON b.collection_id = a.collection_id AND b.row_key = '2' WHERE a.row_key = '100'",
+])
+def test_a_decision_does_not_go_on_from_tables_changed_since_it_stopped(conn, dsn, meddle):
+    """A direct SQL caller whose decision stopped for checks, and who then changes one of the
+    tables it left before calling again (here: puts an empty table in place of the step's
+    candidate pairs, or adds an edge), gets a decision made afresh (closure_state no longer
+    matches), so the marks still equal a fresh full run's (with the check of the tables
+    removed, both cases mark the new row wrongly)."""
+    # the story with a word added: a near-duplicate (Jaccard 22/23) that auto checks exactly
+    _short_copies_with_a_new_one(conn, dsn, new_body=families.text(random.Random(0), 0, 0) + " added")
+    call = "SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, false, 'auto')"
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    coll = pgdedup.collections.get(conn, "docs")
+    with conn.transaction():  # (the test's connection is in autocommit)
+        conn.execute("SELECT pg_catalog.set_config('pgdedup.progress', 'on', true)")
+        assert conn.execute(call).fetchone()[0] == "unchecked"
+        conn.execute(meddle)
+        while True:
+            store_checks(conn, coll, psycopg.sql.SQL("SELECT * FROM pg_temp.pgdedup_unchecked"))
+            if (kind := conn.execute(call).fetchone()[0]) != "unchecked":
+                break
+    assert kind == "incremental"
+    marks = _marks_column(conn)
+    assert marks[100] is not None, "the new copy is a near-duplicate"
+    assert marks == _marks_fresh(conn, dsn, "id", 5)
+    assert not any("going on from" in n for n in notices), notices
+    assert sum("texts to start from" in n for n in notices) == 2, notices
 
 
 def test_a_full_run_leaves_statistics_for_the_next_incremental_one(conn, dsn):
