@@ -110,7 +110,7 @@ def store_rate(dsn: str, n: int) -> tuple[float, float]:
                 t0 = time.perf_counter()
                 signed = sign_texts(["\n".join(c for c in r[4:] if c is not None) for r in rows], coll.params)
                 t1 = time.perf_counter()
-                loader.store_chunk(conn, coll.id, rows, signed, "band_keys_staged", conn.info.backend_pid)
+                loader.store_chunk(conn, coll.id, rows, lambda: signed, "band_keys_staged", conn.info.backend_pid)
                 storing += time.perf_counter() - t1
                 signing += t1 - t0
         t0 = time.perf_counter()

@@ -219,23 +219,31 @@ def _results_now_stale(conn: psycopg.Connection, collection_id: int) -> None:
 
 
 def write_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], params: Params,
-                 band_table: str, lock_holder: int, partitioned: bool = False) -> None:
+                band_table: str, lock_holder: int, partitioned: bool = False) -> None:
     """Sign one chunk of ``Source.rows_sql`` tuples and store it in one transaction (old versions
     of changed rows replaced); ``partitioned``: their partition values salt text hashes and buckets.
 
     ``band_table`` is ``band_keys``, or ``band_keys_staged`` during a large first load (``_stages``).
     The transaction first checks that backend ``lock_holder`` (the run's own session) still holds
     the collection's lock, so nothing is written for a run that has died or been replaced.
+
+    The chunk is signed in a thread while ``store_chunk`` runs the statements that come before
+    its COPY (the lock check, the change log, forgetting the old versions of changed rows): the
+    signing is the client's work, those are the server's, and they need nothing from each other.
+    From the tracking queue, 1,100 changed rows of ~2.6 KB took ~0.15 s to sign and ~0.14 s of
+    server time before the COPY (1M-row collection).
     """
     texts = ["\n".join(c for c in r[4:] if c is not None) for r in rows]
-    store_chunk(conn, collection_id, rows, sign_texts(texts, params, [r[3] for r in rows] if partitioned else None),
-                band_table, lock_holder)
+    with ThreadPoolExecutor(1, thread_name_prefix="pgdedup-sign") as signer:
+        signing = signer.submit(sign_texts, texts, params, [r[3] for r in rows] if partitioned else None)
+        store_chunk(conn, collection_id, rows, signing.result, band_table, lock_holder)
 
 
-def store_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], signed: SignedChunk, band_table: str,
-                lock_holder: int) -> None:
+def store_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple], signed: Callable[[], SignedChunk],
+                band_table: str, lock_holder: int) -> None:
     """The server's half of ``write_chunk``: store the signed rows in one transaction (apart so
-    that bench/scaling.py can time the server's rate without the signing)."""
+    that bench/scaling.py can time the server's rate without the signing). ``signed`` gives the
+    rows' signatures; it is called once the statements before the COPY have run."""
     keys = [r[0] for r in rows]
     row_ids = hashing.row_ids(keys)
     existing = [r[1] for r in rows if r[1] is not None]
@@ -244,13 +252,14 @@ def store_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple],
         conn.execute("SELECT pgdedup.log_changes(%s, %s)", (collection_id, keys))  # for incremental dedupe
         if existing:
             conn.execute("SELECT pgdedup.forget_rows(%s, %s)", (collection_id, existing))
+        chunk = signed()
         stream = copybin.signatures(collection_id, keys, row_ids, [r[2] for r in rows],
-                                    signed.text_hashes, signed.feature_counts, signed.signatures, signed.buckets)
+                                    chunk.text_hashes, chunk.feature_counts, chunk.signatures, chunk.buckets)
         with copybin.copy_into(conn, "signatures", SIGNATURE_COLUMNS) as copy:
             copy.write(stream)
-        keep = signed.feature_counts > 0
+        keep = chunk.feature_counts > 0
         with copybin.copy_into(conn, band_table, ("collection_id", "band", "bucket", "row_id")) as copy:
-            copy.write(copybin.band_keys(collection_id, row_ids[keep], signed.buckets[keep]))
+            copy.write(copybin.band_keys(collection_id, row_ids[keep], chunk.buckets[keep]))
 
 
 @dataclass(frozen=True)
