@@ -110,7 +110,7 @@ def test_candidate_pairs_match_pairs_made_by_hand(conn, dsn):
         conn.execute("CREATE TEMP TABLE pgdedup_shared ON COMMIT DROP AS "
                      "SELECT * FROM pgdedup.shared_buckets(%s, %s, true)", (cid, MAX_BUCKET))
         conn.execute("CREATE TEMP TABLE pgdedup_estimated_for ON COMMIT DROP AS SELECT %s::int AS collection_id, "
-                     "%s::int AS max_bucket", (cid, MAX_BUCKET))
+                     "%s::int AS max_bucket, transaction_timestamp() AS started", (cid, MAX_BUCKET))
         conn.execute("SELECT set_config('pgdedup.reuse_estimated', 'on', true)")
         assert conn.execute("SELECT pgdedup.reusing(%s, %s)", (cid, MAX_BUCKET)).fetchone()[0]
         stored = conn.execute("SELECT pg_relation_size(reltoastrelid) FROM pg_class "

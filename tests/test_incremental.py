@@ -455,15 +455,18 @@ def test_an_incremental_auto_run_goes_on_from_the_step_that_needed_checks(conn, 
 @pytest.mark.parametrize("meddle", [
     "CREATE TEMP TABLE pgdedup_emptied ON COMMIT DROP AS SELECT * FROM pg_temp.pgdedup_step_pairs LIMIT 0; "
     "DROP TABLE pg_temp.pgdedup_step_pairs; ALTER TABLE pg_temp.pgdedup_emptied RENAME TO pgdedup_step_pairs",
+    "DELETE FROM pg_temp.pgdedup_step_pairs",
+    "TRUNCATE pg_temp.pgdedup_step_pairs",
     "INSERT INTO pg_temp.pgdedup_edges SELECT a.text_hash, b.text_hash, 1.0 FROM pgdedup.signatures a "
     "JOIN pgdedup.signatures b ON b.collection_id = a.collection_id AND b.row_key = '2' WHERE a.row_key = '100'",
 ])
 def test_a_decision_does_not_go_on_from_tables_changed_since_it_stopped(conn, dsn, meddle):
     """A direct SQL caller whose decision stopped for checks, and who then changes one of the
     tables it left before calling again (here: puts an empty table in place of the step's
-    candidate pairs, or adds an edge), gets a decision made afresh (closure_state no longer
-    matches), so the marks still equal a fresh full run's (with the check of the tables
-    removed, both cases mark the new row wrongly)."""
+    candidate pairs, empties it in place, or adds an edge), gets a decision made afresh
+    (closure_state no longer matches: relation ids, rows written in this transaction, edges),
+    so the marks still equal a fresh full run's (with the check of the tables removed, every
+    case marks the new row wrongly)."""
     # the story with a word added: a near-duplicate (Jaccard 22/23) that auto checks exactly
     _short_copies_with_a_new_one(conn, dsn, new_body=families.text(random.Random(0), 0, 0) + " added")
     call = "SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, false, 'auto')"
@@ -484,6 +487,52 @@ def test_a_decision_does_not_go_on_from_tables_changed_since_it_stopped(conn, ds
     assert marks == _marks_fresh(conn, dsn, "id", 5)
     assert not any("going on from" in n for n in notices), notices
     assert sum("texts to start from" in n for n in notices) == 2, notices
+
+
+CLOSURE = ("redone", "lost", "touched", "members", "leaders", "was", "moved", "seeds", "region", "frontier",
+           "edges", "step_pairs", "resume")
+ESTIMATES = ("estimated", "estimated_for", "shared", "rows", "rank", "ranked_for")
+
+
+def _plant(conn, call: str, tables: tuple[str, ...], tamper: str) -> None:
+    """What a role sharing the session (a pool, SET ROLE) could leave for the next transaction:
+    the tables an auto run keeps between its calls, made by ``call`` (which stops for checks),
+    copied to tables that outlive the transaction under their names, then ``tamper``ed, with
+    every marker redone to match them."""
+    with conn.transaction():
+        assert conn.execute(call).fetchone()[0] == "unchecked"
+        for t in tables:
+            conn.execute(f"CREATE TEMP TABLE planted_{t} AS SELECT * FROM pg_temp.pgdedup_{t}")
+    with conn.transaction():
+        for t in tables:
+            conn.execute(f"ALTER TABLE pg_temp.planted_{t} RENAME TO pgdedup_{t}")
+        conn.execute(tamper)
+        if "resume" in tables:
+            conn.execute("UPDATE pg_temp.pgdedup_resume SET state = pgdedup.closure_state()")
+        if "ranked_for" in tables:
+            conn.execute("UPDATE pg_temp.pgdedup_ranked_for SET rows_table = 'pg_temp.pgdedup_rows'::regclass, "
+                         "rank_table = 'pg_temp.pgdedup_rank'::regclass")
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_dedupe_never_reuses_state_an_earlier_transaction_left(conn, dsn, full):
+    """Tables and markers of the state an auto run keeps between its calls (an incremental
+    run's closure; a full run's estimates and ranks), planted by an earlier transaction of the
+    same session to match every other check, with the new row's candidate pairs removed, are
+    not reused by a later dedupe on that session: each marker records its transaction's start
+    (revision 40). The marks equal a fresh full run's; with the start not checked, the planted
+    state leaves the new row unmarked."""
+    _short_copies_with_a_new_one(conn, dsn, new_body=families.text(random.Random(0), 0, 0) + " added")
+    _plant(conn, "SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, "
+                 f"{str(full).lower()}, 'auto')",
+           ESTIMATES if full else CLOSURE,
+           "DELETE FROM pg_temp.pgdedup_estimated" if full else "DELETE FROM pg_temp.pgdedup_step_pairs")
+    with conn.transaction():
+        result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, full=full, dsn=conn)
+    assert result.kind == ("full" if full else "incremental")
+    marks = _marks_column(conn)
+    assert marks[100] is not None, "the new copy is a near-duplicate"
+    assert marks == _marks_fresh(conn, dsn, "id", 5)
 
 
 def test_a_full_run_leaves_statistics_for_the_next_incremental_one(conn, dsn):
