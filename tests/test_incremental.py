@@ -422,6 +422,11 @@ def test_a_new_row_in_a_capped_bucket_meets_the_leaders_not_the_bucket(conn, dsn
         assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
+#: The story of ``_short_copies_with_a_new_one`` with a word added: a near-duplicate of its
+#: copies (Jaccard 22/23) that auto checks exactly.
+NEAR_COPY = families.text(random.Random(0), 0, 0) + " added"
+
+
 def _short_copies_with_a_new_one(conn, dsn, new_body: str | None = None) -> None:
     """40 near-copies of one short story (fewer features than positions: auto checks every pair
     of them exactly) in buckets capped at 5 texts, deduped in full; then row 100, ``new_body``
@@ -452,6 +457,13 @@ def test_an_incremental_auto_run_goes_on_from_the_step_that_needed_checks(conn, 
     assert _marks_column(conn) == _marks_fresh(conn, dsn, "id", 5)
 
 
+def _auto_call(full: bool) -> str:
+    """A direct SQL call of the auto decision on ``docs`` (marks in place, keep order id, cap 5),
+    as ``pgdedup.dedupe`` makes it; it returns the kind."""
+    return ("SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, "
+            f"{str(full).lower()}, 'auto')")
+
+
 @pytest.mark.parametrize("meddle", [
     "CREATE TEMP TABLE pgdedup_emptied ON COMMIT DROP AS SELECT * FROM pg_temp.pgdedup_step_pairs LIMIT 0; "
     "DROP TABLE pg_temp.pgdedup_step_pairs; ALTER TABLE pg_temp.pgdedup_emptied RENAME TO pgdedup_step_pairs",
@@ -467,9 +479,8 @@ def test_a_decision_does_not_go_on_from_tables_changed_since_it_stopped(conn, ds
     (closure_state no longer matches: relation ids, rows written in this transaction, edges),
     so the marks still equal a fresh full run's (with the check of the tables removed, every
     case marks the new row wrongly)."""
-    # the story with a word added: a near-duplicate (Jaccard 22/23) that auto checks exactly
-    _short_copies_with_a_new_one(conn, dsn, new_body=families.text(random.Random(0), 0, 0) + " added")
-    call = "SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, false, 'auto')"
+    _short_copies_with_a_new_one(conn, dsn, new_body=NEAR_COPY)
+    call = _auto_call(full=False)
     notices: list[str] = []
     conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
     coll = pgdedup.collections.get(conn, "docs")
@@ -522,9 +533,8 @@ def test_a_dedupe_never_reuses_state_an_earlier_transaction_left(conn, dsn, full
     not reused by a later dedupe on that session: each marker records its transaction's start
     (revision 40). The marks equal a fresh full run's; with the start not checked, the planted
     state leaves the new row unmarked."""
-    _short_copies_with_a_new_one(conn, dsn, new_body=families.text(random.Random(0), 0, 0) + " added")
-    _plant(conn, "SELECT kind FROM pgdedup.update_duplicates('docs', true, NULL, 'id', 'duplicate_of', 5, "
-                 f"{str(full).lower()}, 'auto')",
+    _short_copies_with_a_new_one(conn, dsn, new_body=NEAR_COPY)
+    _plant(conn, _auto_call(full),
            ESTIMATES if full else CLOSURE,
            "DELETE FROM pg_temp.pgdedup_estimated" if full else "DELETE FROM pg_temp.pgdedup_step_pairs")
     with conn.transaction():

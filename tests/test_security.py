@@ -16,6 +16,7 @@ database name and dropped at the end).
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from pgdedup.schema import HEAD
 from clirun import cli, cli_background, one_line_error
 from crashes import signatures_fail_after, wait_for
 from planted import edit, story
+from test_incremental import NEAR_COPY, _marks_column, _marks_fresh, _short_copies_with_a_new_one
 
 SAFE_PATH = "search_path=pg_catalog, pg_temp"
 
@@ -425,6 +427,25 @@ def test_the_runtime_role_works_the_living_path(conn, dsn, app):
     runtime_dedupe = pgdedup.dedupe("docs", alter=False, dsn=app_dsn)
     assert runtime_dedupe.kind == "incremental"
     assert conn.execute("SELECT count(*) FROM pgdedup.pending").fetchone()[0] == 0
+
+
+def test_a_runtime_role_goes_on_from_the_step_that_needed_checks(conn, dsn, make_role, capfd):
+    """A role without CREATE that does not own the table runs an incremental auto dedupe that
+    stops at a closure step for exact checks and goes on from it (revisions 39-40: temp tables
+    kept between the calls, their fingerprint read from pg_stat_get_xact_*): the same marks as a
+    fresh full run."""
+    _short_copies_with_a_new_one(conn, dsn, new_body=NEAR_COPY)
+    name, app_dsn = make_role("app")
+    for grant in APP_GRANTS + ("GRANT UPDATE ON public.docs TO {}",):
+        conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
+    capfd.readouterr()
+    result = pgdedup.dedupe("docs", keep_order="id", max_bucket=5, dsn=app_dsn, progress=True)
+    stages = capfd.readouterr().err
+    assert re.search(r"going on from closure step 1\b", stages), stages
+    assert result.kind == "incremental"
+    marks = _marks_column(conn)
+    assert marks[100] is not None, "the new copy is a near-duplicate"
+    assert marks == _marks_fresh(conn, dsn, "id", 5)
 
 
 # 5. a table's owner is not trusted with the rights of whoever runs pgdedup (revision 21) -----------
