@@ -21,7 +21,6 @@ decides every other candidate.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import os
 import sys
 from collections.abc import Iterator
@@ -33,7 +32,6 @@ from itertools import islice
 import numpy as np
 import psycopg
 from psycopg import sql
-from tqdm import tqdm
 
 from .collections import Collection
 from .copybin import copy_into
@@ -43,7 +41,8 @@ from .features import features
 from .hashing import partition_salts
 from .normalise import normalise
 from .signer import text_hashes
-from .workers import die_with_parent
+from .progress import Bar
+from .workers import die_with_parent, starting
 
 BATCH = 5000
 
@@ -178,7 +177,7 @@ def verify_exact(conn: psycopg.Connection, coll: Collection, threshold: float | 
     conn.execute("DELETE FROM pgdedup.exact_pairs WHERE collection_id = %s", (coll.id,))
     checked = kept = 0
     with conn.cursor(name="pgdedup_exact") as cur, \
-            tqdm(unit="pairs", desc=f"checking {coll.name} exactly", disable=not progress, file=sys.stderr) as bar:
+            Bar(unit="pairs", desc=f"checking {coll.name} exactly", disable=not progress, file=sys.stderr) as bar:
         floor, small_floor = check_floors(conn, t, coll.params.num_perm)
         cur.execute("SELECT row_a, row_b FROM pgdedup.estimated_pairs(%s, %s, %s) "
                     "WHERE estimate >= CASE WHEN fewest < %s THEN %s ELSE %s END ORDER BY row_a",
@@ -298,12 +297,13 @@ def store_checks(conn: psycopg.Connection, coll: Collection, pairs: sql.Composab
     processes = min(os.cpu_count() or 1, len(batches))
     with ExitStack() as stack:
         if dsn is not None and processes > 1 and len(batches) >= PARALLEL_BATCHES:
-            pool = ProcessPoolExecutor(processes, mp.get_context("spawn"), _start_checker, (dsn, coll, os.getpid()))
-            stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on an error: no batch left running
-            results: Iterator[list[tuple[int, int, float]] | None] = pool.map(_check_in_checker, batches)
+            with starting() as ctx:  # (a forking pool starts its processes at the first submit)
+                pool = ProcessPoolExecutor(processes, ctx, _start_checker, (dsn, coll, os.getpid()))
+                stack.callback(pool.shutdown, wait=True, cancel_futures=True)  # on an error: no batch left running
+                results: Iterator[list[tuple[int, int, float]] | None] = pool.map(_check_in_checker, batches)
         else:
             results = (_check_batch(conn, coll, "text_hash", batch) for batch in batches)
-        bar = stack.enter_context(tqdm(total=len(todo), unit="pairs", desc=f"checking {coll.name} exactly",
+        bar = stack.enter_context(Bar(total=len(todo), unit="pairs", desc=f"checking {coll.name} exactly",
                                        disable=not (progress and todo), file=sys.stderr, leave=False))
         try:
             for checked in results:

@@ -9,7 +9,6 @@ where the last run stopped. Source rows are only ever read.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import queue
 import sys
@@ -24,7 +23,6 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
-from tqdm import tqdm
 
 from . import cluster, collections, copybin, hashing, tracking
 from .connection import Db, own_dsn
@@ -33,9 +31,12 @@ from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, 
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
 from .signer import SignedChunk, sign_texts
-from .workers import die_with_parent
+from .progress import Bar
+from .workers import die_with_parent, starting
 
 if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
     from distributed import Client
 
 DEFAULT_CHUNK = 2000
@@ -264,7 +265,7 @@ def store_chunk(conn: psycopg.Connection, collection_id: int, rows: list[tuple],
 
 @dataclass(frozen=True)
 class RangeJob:
-    """What a worker needs to sign one key range (picklable: it crosses into a spawned process)."""
+    """What a worker needs to sign one key range (picklable: it may cross into a spawned process)."""
 
     dsn: str
     collection_id: int
@@ -305,7 +306,7 @@ def sign_range(job: RangeJob, lo: str | None, hi: str | None, report: Callable[[
     return signed
 
 
-def _worker(job: RangeJob, lo: str | None, hi: str | None, parent: int, results: "mp.Queue[tuple[str, object]]") -> None:
+def _worker(job: RangeJob, lo: str | None, hi: str | None, parent: int, results: "Queue[tuple[str, object]]") -> None:
     """Entry point of a worker process: one key range; reports ("progress", n), then ("done", n)
     or ("error", message)."""
     die_with_parent(parent)
@@ -315,22 +316,23 @@ def _worker(job: RangeJob, lo: str | None, hi: str | None, parent: int, results:
         results.put(("error", message_of(exc) if isinstance(exc, psycopg.Error) else str(exc)))
 
 
-def _sign_parallel(job: RangeJob, ranges: list[tuple[str | None, str | None]], bar: tqdm) -> int:
-    """Sign key ranges in worker processes (spawned: no connection is shared across a fork).
+def _sign_parallel(job: RangeJob, ranges: list[tuple[str | None, str | None]], bar: Bar) -> int:
+    """Sign key ranges in worker processes (forked or spawned: ``workers.starting``), each on
+    connections of its own.
 
     The workers die with this process (and are terminated when it stops early, e.g. on Ctrl-C).
 
     Raises:
         PgdedupError: a worker failed or died.
     """
-    ctx = mp.get_context("spawn")
-    results: "mp.Queue[tuple[str, object]]" = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(job, lo, hi, os.getpid(), results), daemon=True)
-             for lo, hi in ranges]
+    procs = []
     signed = finished = 0
     try:
-        for p in procs:
-            p.start()
+        with starting() as ctx:
+            results = ctx.Queue()
+            for lo, hi in ranges:
+                procs.append(ctx.Process(target=_worker, args=(job, lo, hi, os.getpid(), results), daemon=True))
+                procs[-1].start()
         while finished < len(procs):
             try:
                 kind, value = results.get(timeout=0.5)
@@ -441,8 +443,9 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
     days); such a collection is deduped without ``alter`` and cannot be tracked.
 
     ``workers`` processes each sign one key range (None: ``default_workers``, as the CLI does);
-    results do not depend on it. Worker processes are spawned, so a script that asks for more
-    than one must call this under ``if __name__ == "__main__":``. With ``scheduler`` (a Dask
+    results do not depend on it. Worker processes are forked, or spawned if the calling process
+    runs other threads (``workers.starting``), so a script that asks for more than one should
+    call this under ``if __name__ == "__main__":``. With ``scheduler`` (a Dask
     scheduler's address, see ``pgdedup.cluster``) the key ranges are tasks on that cluster
     instead, ``workers`` of them (None: one per thread of the cluster); a run from the queue of
     a tracked collection stays local. ``progress`` None shows a progress bar when stderr is a
@@ -554,7 +557,7 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
     if queued:
         _results_now_stale(writer, coll.id)
         show = sys.stderr.isatty() if progress is None else progress
-        with tqdm(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
+        with Bar(total=queued, unit="keys", desc=f"indexing {coll.name} (queue)", disable=not show,
                   file=sys.stderr) as bar:
             def report(entries: int) -> None:
                 nonlocal worked
@@ -594,7 +597,7 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     total = source_rows if coll.rows_indexed == 0 else None
     bands = "band_keys_staged" if coll.rows_indexed == 0 and _stages(writer, source_rows, coll.params) else "band_keys"
     job = RangeJob(dsn, coll.id, coll.name, source, coll.params, chunk_size, bands, writer.info.backend_pid)
-    with tqdm(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:
+    with Bar(total=total, unit="rows", desc=f"indexing {coll.name}", disable=not show, file=sys.stderr) as bar:
         if client is not None:
             signed = cluster.sign_ranges(client, job, ranges, bar.update)
         elif len(ranges) == 1:

@@ -15,6 +15,15 @@ from contextlib import contextmanager
 
 import psycopg
 from psycopg.errors import Diagnostic
+from tqdm import tqdm
+
+
+class Bar(tqdm):  # type: ignore[type-arg]
+    """A tqdm progress bar without tqdm's monitor thread (it only re-tunes how often a bar
+    redraws): with that thread alive, a process starting workers would spawn them instead of
+    forking them (``workers.starting``)."""
+
+    monitor_interval = 0
 
 
 class Progress:
