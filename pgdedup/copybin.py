@@ -49,16 +49,20 @@ def _empty_array(oid: int) -> bytes:
 
 
 def band_keys(collection_id: int, row_ids: np.ndarray, buckets: np.ndarray) -> bytes:
-    """COPY stream for ``band_keys (collection_id, band, bucket, row_id)``: one tuple per band."""
+    """COPY stream for ``band_keys (collection_id, band, bucket, row_id)``: one tuple per band,
+    in the order of the table's primary key (band, then bucket): the COPY then inserts into that
+    index from left to right instead of at random places, which made a 20,000-row first index
+    ~6 % slower (README, "Sorted band keys"; the sort costs ~1 ms per 2,000 rows)."""
     n, bands = buckets.shape
     dt = np.dtype([("nf", ">i2")] + _field("c", ">i4") + _field("band", ">i2")
                   + _field("bucket", ">i8") + _field("row", ">i8"))
-    rec = np.empty((n, bands), dtype=dt)
+    order = np.argsort(buckets, axis=0)  # each band's rows by bucket
+    rec = np.empty((bands, n), dtype=dt)
     rec["nf"], rec["c_len"], rec["band_len"], rec["bucket_len"], rec["row_len"] = 4, 4, 2, 8, 8
     rec["c"] = collection_id
-    rec["band"] = np.arange(bands, dtype=np.int16)[None, :]
-    rec["bucket"] = buckets
-    rec["row"] = row_ids[:, None]
+    rec["band"] = np.arange(bands, dtype=np.int16)[:, None]
+    rec["bucket"] = np.take_along_axis(buckets, order, axis=0).T
+    rec["row"] = row_ids[order].T
     return HEADER + rec.tobytes() + TRAILER
 
 
