@@ -320,7 +320,8 @@ def _sign_parallel(job: RangeJob, ranges: list[tuple[str | None, str | None]], b
     """Sign key ranges in worker processes (forked or spawned: ``workers.starting``), each on
     connections of its own.
 
-    The workers die with this process (and are terminated when it stops early, e.g. on Ctrl-C).
+    The workers die with this process, are terminated when it stops early (an error, Ctrl-C),
+    and are left to exit by themselves when they have all finished.
 
     Raises:
         PgdedupError: a worker failed or died.
@@ -348,6 +349,8 @@ def _sign_parallel(job: RangeJob, ranges: list[tuple[str | None, str | None]], b
                 finished += 1
             else:
                 raise PgdedupError(str(value))
+        for p in procs:  # each has said "done" and is exiting: no signal for it
+            p.join(timeout=5)
         return signed
     finally:
         for p in procs:

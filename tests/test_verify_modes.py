@@ -33,6 +33,7 @@ from pgdedup.exact import _batches
 from clirun import cli
 from planted import edit, story
 from reference import ref_jaccard, ref_word_shingles
+from test_workers import start_methods
 
 T = 0.8
 PARAMS = pgdedup.Params(threshold=T, num_perm=128)
@@ -265,12 +266,15 @@ def _indexed_families(conn, dsn: str, seed: int, rows: int, count: int) -> None:
     pgdedup.index("docs", "id", ["body"], params=families.PARAMS, dsn=dsn, progress=False)
 
 
-def test_checks_in_worker_processes_equal_exact_jaccard(conn, dsn, monkeypatch):
-    """Many small batches: the checks run in spawned worker processes on their own connections;
-    every stored check equals the reference shingler's exact Jaccard of the two texts."""
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_checks_in_worker_processes_equal_exact_jaccard(conn, dsn, method):
+    """Many small batches: the checks run in worker processes (forked, or spawned beside another
+    thread) on their own connections while the run holds its transaction and lock; every stored
+    check equals the reference shingler's exact Jaccard of the two texts."""
     _indexed_families(conn, dsn, seed=7, rows=300, count=30)
-    monkeypatch.setattr(exact, "BATCH", 10)
-    pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)
+    call = 'exact.BATCH = 10; pgdedup.dedupe("docs", keep_order="n, id", verify="auto", dsn=dsn)'
+    seen = start_methods(dsn, call, other_thread=method == "spawn")
+    assert seen == ([method] if sys.platform.startswith("linux") else ["spawn"])
     checked = conn.execute("SELECT text_a, text_b, similarity FROM pgdedup.checked").fetchall()
     assert len(list(_batches([(a, b) for a, b, _ in checked], 10))) >= exact.PARALLEL_BATCHES, "the pool's path"
     text_of = dict(conn.execute("SELECT g.text_hash, d.body FROM pgdedup.signatures g "
