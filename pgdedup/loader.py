@@ -143,6 +143,26 @@ def _flush_staged(conn: psycopg.Connection, collection_id: int) -> None:
             conn.execute("SELECT pgdedup.flush_band_keys(%s)", (collection_id,))
 
 
+def _move_staged(writer: psycopg.Connection, dsn: str, collection_id: int, bands: int, sessions: int) -> str:
+    """Move a staged first load's band keys into ``band_keys``; returns how: "rebuilt" (the table
+    was empty, so its primary key was dropped and built again over the keys,
+    ``pgdedup.rebuild_band_keys``, revision 41: ~1.6x faster at a million rows) or "inserted"
+    (sorted inserts in ``sessions`` sessions, ``_flush_in_parallel``). The rebuild's transaction
+    is committed (or gives its locks back) before any insert starts, so the inserting sessions
+    never wait for it.
+
+    Raises:
+        psycopg.Error: a session failed (keys not moved stay staged, for the next run).
+    """
+    with writer.transaction():
+        writer.execute("SELECT pgdedup.assert_locked_by(%s, %s)", (collection_id, writer.info.backend_pid))
+        if writer.execute("SELECT pgdedup.rebuild_band_keys(%s)", (collection_id,)).fetchone()[0] is not None:
+            return "rebuilt"
+    _flush_in_parallel(dsn, collection_id, bands, sessions, writer.info.backend_pid)
+    writer.execute("SELECT pgdedup.flush_band_keys(%s)", (collection_id,))  # empties the staging table
+    return "inserted"
+
+
 def _flush_in_parallel(dsn: str, collection_id: int, bands: int, sessions: int, lock_holder: int) -> None:
     """Move a staged load's band keys into ``band_keys`` in ``sessions`` sessions at once, each the
     keys of a share of the bands in one transaction (``flush_band_keys``, revision 18).
@@ -373,7 +393,7 @@ DIRECT_SHARE_OF_BUFFERS = 2.0
 
 def _stages(conn: psycopg.Connection, rows: int, params: Params) -> bool:
     """Whether a first load of ``rows`` rows stages its band keys in ``band_keys_staged`` and moves
-    them into ``band_keys`` by sorted inserts at the end (``_flush_in_parallel``).
+    them into ``band_keys`` at the end (``_move_staged``).
 
     Written straight into ``band_keys``, the keys update its primary key index as the workers'
     COPYs go, which overlaps with signing; staged, the sorted insert runs alone at the end (20,000
@@ -607,13 +627,13 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
             signed = sign_range(job, None, None, bar.update)
         else:
             signed = _sign_parallel(job, ranges, bar)
+    moved = "direct"
     if bands == "band_keys_staged":
-        _flush_in_parallel(dsn, coll.id, coll.params.bands, len(ranges), writer.info.backend_pid)
-        writer.execute("SELECT pgdedup.flush_band_keys(%s)", (coll.id,))  # empties the staging table
+        moved = _move_staged(writer, dsn, coll.id, coll.params.bands, len(ranges))
     if signed or removed:  # what was just written is what the next run's joins are planned on
         writer.execute("ANALYZE pgdedup.signatures (collection_id, row_key, row_id)")  # not the arrays: 20× cheaper
     seconds = time.perf_counter() - t0
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
     result.stats = {"mode": "full", "source_rows": source_rows, "signed": signed, "removed": removed,
-                    "null_keys": null_keys, "seconds": round(seconds, 3)}
+                    "null_keys": null_keys, "band_keys": moved, "seconds": round(seconds, 3)}
     return result

@@ -11,6 +11,7 @@ import pytest
 
 import pgdedup
 from pgdedup import Params, loader, sign_texts
+from pgdedup.hashing import row_ids
 
 from clirun import cli, cli_background
 from crashes import signatures_fail_after
@@ -425,3 +426,56 @@ def test_moving_staged_keys_stops_when_the_run_no_longer_holds_the_lock(conn, ds
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == staged
     assert pgdedup.index("docs", dsn=dsn, chunk_size=50, progress=False).signed == 400
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+
+
+def _band_key_constraints(conn: psycopg.Connection) -> list[tuple]:
+    return conn.execute("SELECT conname, contype, convalidated, pg_get_constraintdef(oid) FROM pg_constraint "
+                        "WHERE conrelid = 'pgdedup.band_keys'::regclass").fetchall()
+
+
+def test_a_staged_first_load_into_an_empty_band_keys_builds_its_key_once(conn, dsn, monkeypatch):
+    """Revision 41: the first large load of a database moves its staged keys into the empty
+    ``band_keys`` by one insert, then adds the primary key again; a later one, beside that
+    collection's keys, moves them by sorted inserts, and a small load writes them directly. The
+    three store the same keys, which are the buckets ``sign_texts`` makes, and the primary key
+    is back as it was and refuses a duplicate."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    pgdedup.migrate(dsn)
+    before = _band_key_constraints(conn)
+    assert [c[:3] for c in before] == [("band_keys_pkey", "p", True)]
+    monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)  # stage these small loads
+    runs = [pgdedup.index("t", "id", ["body"], name=name, dsn=dsn, workers=2, chunk_size=40, progress=False)
+            for name in ("a", "b")]
+    monkeypatch.undo()
+    runs.append(pgdedup.index("t", "id", ["body"], name="c", dsn=dsn, workers=2, chunk_size=40, progress=False))
+    assert [r.stats["band_keys"] for r in runs] == ["rebuilt", "inserted", "direct"]
+    assert _dump(conn, "a") == _dump(conn, "b") == _dump(conn, "c")
+    signed = sign_texts([_text(i) for i in range(300)])
+    ids = row_ids([str(i) for i in range(300)])
+    expected = sorted((band, int(signed.buckets[i, band]), int(ids[i])) for i in range(300) for band in range(16))
+    assert _dump(conn, "a")[1] == expected
+    assert _band_key_constraints(conn) == before
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+    with pytest.raises(psycopg.errors.UniqueViolation), conn.transaction():
+        conn.execute("INSERT INTO pgdedup.band_keys SELECT * FROM pgdedup.band_keys LIMIT 1")
+
+
+def test_a_rebuild_that_cannot_have_band_keys_soon_leaves_them_to_the_inserts(conn, dsn, monkeypatch):
+    """Another session reading ``band_keys`` (an open transaction) keeps the rebuild from its
+    lock: it gives up after its lock timeout, having changed nothing, and the keys are moved by
+    the inserts of revision 18, whose sessions do not wait for it."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    pgdedup.migrate(dsn)
+    monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
+    with psycopg.connect(dsn) as reader:
+        reader.execute("SELECT count(*) FROM pgdedup.band_keys")  # holds ACCESS SHARE to its commit
+        started = time.monotonic()
+        run = pgdedup.index("t", "id", ["body"], name="a", dsn=dsn, workers=2, chunk_size=40, progress=False)
+        waited = time.monotonic() - started
+        reader.rollback()
+    assert run.stats["band_keys"] == "inserted"
+    assert waited >= 5  # the rebuild's lock_timeout
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 300 * 16
+    assert [c[:3] for c in _band_key_constraints(conn)] == [("band_keys_pkey", "p", True)]

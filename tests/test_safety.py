@@ -333,30 +333,46 @@ STAGED_LOAD = ("import sys; from pgdedup import loader; loader.DIRECT_SHARE_OF_B
                "pgdedup.index('docs', 'id', ['body'], dsn=sys.argv[1], workers=2, chunk_size=100, progress=False)")
 
 
-def test_kill_9_while_staged_keys_move_in_parallel_loses_and_doubles_no_key(conn, dsn):
-    """SIGKILL while a staged first load's two sessions move their shares of the bands into
-    band_keys (a slow trigger holds them mid-insert): the moves never commit, their sessions end
-    once they find the client gone, and the rerun moves every staged key exactly once."""
+@pytest.mark.parametrize("move", ["inserts", "rebuild"])
+def test_kill_9_while_staged_keys_move_loses_and_doubles_no_key(conn, dsn, move):
+    """SIGKILL while a staged first load moves its keys into band_keys (a slow trigger holds the
+    move mid-insert): by the two sessions' sorted inserts of their shares of the bands (another
+    collection has keys already), or by the rebuild of an empty band_keys (revision 41: its
+    primary key dropped, to be added again). The move never commits, its sessions end once they
+    find the client gone, the primary key is as it was, and the rerun moves every staged key
+    exactly once."""
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
                  "FROM generate_series(1, 600) g")
     pgdedup.migrate(dsn)
+    before = 0
+    if move == "inserts":
+        conn.execute("CREATE TABLE other AS SELECT * FROM docs WHERE id <= 50")
+        conn.execute("ALTER TABLE other ADD PRIMARY KEY (id)")
+        pgdedup.index("other", "id", ["body"], dsn=dsn, progress=False)
+        before = 50 * 16
     conn.execute("CREATE FUNCTION public.slow_move() RETURNS trigger LANGUAGE plpgsql AS $$ "
                  "BEGIN PERFORM pg_sleep(0.001); RETURN NEW; END $$")
     conn.execute("CREATE TRIGGER slow BEFORE INSERT ON pgdedup.band_keys FOR EACH ROW EXECUTE FUNCTION public.slow_move()")
     run = subprocess.Popen([sys.executable, "-c", STAGED_LOAD, dsn], start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    moving = ("SELECT count(*) = 2 FROM pg_stat_activity WHERE state = 'active' "
+              "AND application_name = 'pgdedup index (moving band keys)'" if move == "inserts" else
+              "SELECT count(*) = 1 FROM pg_stat_activity WHERE state = 'active' "
+              "AND query LIKE '%%rebuild_band_keys%%' AND application_name LIKE 'pgdedup index docs%%'")
     try:
-        wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE state = 'active' "
-                        "AND application_name = 'pgdedup index (moving band keys)'")
+        wait_for(conn, moving)
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
     wait_for(conn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index%%')",
               timeout=60)
     conn.execute("DROP TRIGGER slow ON pgdedup.band_keys")
-    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == before
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 600 * 16
+    assert conn.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                        "'pgdedup.band_keys'::regclass").fetchall() == [
+        ("band_keys_pkey", "PRIMARY KEY (collection_id, band, bucket, row_id)")]
     assert pgdedup.index("docs", dsn=dsn, progress=False).signed == 0
     keys = "SELECT band, bucket, row_id FROM pgdedup.band_keys ORDER BY 1, 2, 3"
     stored = ("SELECT (u.band - 1)::smallint, u.bucket, s.row_id FROM pgdedup.signatures s, "
