@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psycopg
@@ -463,8 +464,8 @@ def test_a_staged_first_load_into_an_empty_band_keys_builds_its_key_once(conn, d
 
 def test_a_rebuild_that_cannot_have_band_keys_soon_leaves_them_to_the_inserts(conn, dsn, monkeypatch):
     """Another session reading ``band_keys`` (an open transaction) keeps the rebuild from its
-    lock: it gives up after its lock timeout, having changed nothing, and the keys are moved by
-    the inserts of revision 18, whose sessions do not wait for it."""
+    lock: it gives up after its lock timeout (2 s, revision 42), having changed nothing, and the
+    keys are moved by the inserts of revision 18, whose sessions do not wait for it."""
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
     conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
     pgdedup.migrate(dsn)
@@ -476,6 +477,51 @@ def test_a_rebuild_that_cannot_have_band_keys_soon_leaves_them_to_the_inserts(co
         waited = time.monotonic() - started
         reader.rollback()
     assert run.stats["band_keys"] == "inserted"
-    assert waited >= 5  # the rebuild's lock_timeout
+    assert waited >= 2  # the rebuild's lock_timeout
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 300 * 16
     assert [c[:3] for c in _band_key_constraints(conn)] == [("band_keys_pkey", "p", True)]
+
+
+def test_a_staged_first_load_beside_another_collections_staged_keys_inserts_and_spares_them(conn, dsn, monkeypatch):
+    """band_keys is empty, but a crashed first load of another collection left keys staged: the
+    rebuild does not apply (it would move or truncate them), the sorted inserts move this load's
+    keys, the other's stay staged, and its resume moves them in."""
+    _crash_a_staged_first_load(conn, dsn, monkeypatch, table="crashed")
+    waiting = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    run = pgdedup.index("t", "id", ["body"], dsn=dsn, workers=2, chunk_size=40, progress=False)
+    assert run.stats["band_keys"] == "inserted"
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == waiting
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 300 * 16
+    pgdedup.index("crashed", dsn=dsn, chunk_size=50, progress=False)
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == conn.execute(
+        "SELECT sum(c.bands) FROM pgdedup.signatures s JOIN pgdedup.collections c USING (collection_id) "
+        "WHERE s.feature_count > 0").fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures").fetchone()[0] == 300 + 600
+
+
+def test_a_load_beside_other_collections_keys_never_asks_for_their_locks(conn, dsn, monkeypatch):
+    """Revision 42: a staged first load beside another collection's keys (the usual case) finds
+    the rebuild inapplicable before asking for any lock, so a session reading band_keys in an
+    open transaction holds up neither the load nor, through a queued lock request, anyone else
+    (revision 41 waited for the lock first, 5 s here)."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    pgdedup.index("t", "id", ["body"], name="first", dsn=dsn, progress=False)
+    monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
+    asked = set()
+    with psycopg.connect(dsn) as reader, ThreadPoolExecutor(1) as pool:
+        reader.execute("SELECT count(*) FROM pgdedup.band_keys")  # holds ACCESS SHARE to its commit
+        load = pool.submit(pgdedup.index, "t", "id", ["body"], name="second", dsn=dsn, workers=2, chunk_size=40,
+                           progress=False)
+        while not load.done():  # (a request would wait 2 s, the lock timeout: seen by any poll; the
+            # staging table's is revision 18's TRUNCATE, asked for with NOWAIT)
+            asked |= {r[0] for r in conn.execute(
+                "SELECT relation::regclass::text FROM pg_locks WHERE mode = 'AccessExclusiveLock' "
+                "AND relation = 'pgdedup.band_keys'::regclass").fetchall()}
+            time.sleep(0.02)
+        reader.rollback()
+    assert load.result().stats["band_keys"] == "inserted"
+    assert asked == set()
