@@ -26,6 +26,12 @@ def _text(i: int, n: int = 60) -> str:
     return " ".join(rng.choice(WORDS, n))
 
 
+def _text_table(conn: psycopg.Connection, rows: int, words: int = 60) -> None:
+    """Table ``t (id int PRIMARY KEY, body text)`` holding ``_text(i, words)`` for each id i < rows."""
+    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
+    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i, words)) for i in range(rows)])
+
+
 def _stored(conn: psycopg.Connection, name: str) -> dict[str, tuple]:
     rows = conn.execute(
         "SELECT s.row_key, s.signature, s.buckets, s.feature_count, s.text_hash FROM pgdedup.signatures s "
@@ -82,8 +88,7 @@ def test_stored_signatures_round_trip_every_key_type(conn, dsn, declared, record
 
 
 def test_rerun_is_incremental_and_idempotent(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(100)])
+    _text_table(conn, 100)
     first = pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
     before = _stored(conn, "t")
     again = pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
@@ -135,8 +140,7 @@ TEXT_SCAN = "SELECT count(*) FROM pgdedup.signatures WHERE collection_id = 1 AND
 def _table_without_autovacuum(conn: psycopg.Connection, dsn: str, tables: tuple[str, ...]) -> None:
     """Table t of 400 texts and a migrated schema whose ``tables`` autovacuum leaves alone, so that
     only an index run's own VACUUM can put their pages in the visibility map."""
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(400)])
+    _text_table(conn, 400)
     pgdedup.migrate(dsn)
     for table in tables:
         conn.execute(f"ALTER TABLE pgdedup.{table} SET (autovacuum_enabled = off)")
@@ -194,8 +198,7 @@ def test_the_closing_vacuum_leaves_a_table_another_session_holds_and_the_run_suc
 
 
 def test_changed_parameters_refused_unless_reindex(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(20)])
+    _text_table(conn, 20)
     pgdedup.index("t", "id", ["body"], dsn=dsn, progress=False)
     with pytest.raises(pgdedup.InvalidArgument, match="ngram: stored 5, requested 3.*rerun with --reindex"):
         pgdedup.index("t", "id", ["body"], dsn=dsn, params=Params(ngram=3), progress=False)
@@ -208,8 +211,7 @@ def test_changed_parameters_refused_unless_reindex(conn, dsn):
 
 
 def test_char_unit_and_custom_name(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i, 10)) for i in range(10)])
+    _text_table(conn, 10, words=10)
     params = Params(unit="char", ngram=4, threshold=0.6)
     pgdedup.index("t", "id", ["body"], name="t_chars", dsn=dsn, params=params, progress=False)
     expected = sign_texts([_text(i, 10) for i in range(10)], params)
@@ -226,8 +228,7 @@ def test_crash_midway_resumes(conn, dsn, monkeypatch, staged):
     band_keys (a small one; the threshold is lowered to 0 to stage these 50 rows)."""
     if staged:
         monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(50)])
+    _text_table(conn, 50)
     pgdedup.migrate(dsn)
     with signatures_fail_after(conn, 20), pytest.raises(psycopg.Error, match="simulated crash"):
         pgdedup.index("t", "id", ["body"], dsn=dsn, chunk_size=10, progress=False)
@@ -246,8 +247,7 @@ def test_crash_midway_resumes(conn, dsn, monkeypatch, staged):
 
 
 def test_workers_store_identical_results(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     dumps = []
     for workers, name in ((1, "one"), (2, "two"), (3, "three")):
         result = pgdedup.index("t", "id", ["body"], name=name, dsn=dsn, workers=workers, chunk_size=40,
@@ -440,8 +440,7 @@ def test_a_staged_first_load_into_an_empty_band_keys_builds_its_key_once(conn, d
     collection's keys, moves them by sorted inserts, and a small load writes them directly. The
     three store the same keys, which are the buckets ``sign_texts`` makes, and the primary key
     is back as it was and refuses a duplicate."""
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     pgdedup.migrate(dsn)
     before = _band_key_constraints(conn)
     assert [c[:3] for c in before] == [("band_keys_pkey", "p", True)]
@@ -466,8 +465,7 @@ def test_a_rebuild_that_cannot_have_band_keys_soon_leaves_them_to_the_inserts(co
     """Another session reading ``band_keys`` (an open transaction) keeps the rebuild from its
     lock: it gives up after its lock timeout (2 s, revision 42), having changed nothing, and the
     keys are moved by the inserts of revision 18, whose sessions do not wait for it."""
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     pgdedup.migrate(dsn)
     monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
     with psycopg.connect(dsn) as reader:
@@ -488,8 +486,7 @@ def test_a_staged_first_load_beside_another_collections_staged_keys_inserts_and_
     keys, the other's stay staged, and its resume moves them in."""
     _crash_a_staged_first_load(conn, dsn, monkeypatch, table="crashed")
     waiting = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     run = pgdedup.index("t", "id", ["body"], dsn=dsn, workers=2, chunk_size=40, progress=False)
     assert run.stats["band_keys"] == "inserted"
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0] == waiting
@@ -507,8 +504,7 @@ def test_a_load_beside_other_collections_keys_never_asks_for_their_locks(conn, d
     the rebuild inapplicable before asking for any lock, so a session reading band_keys in an
     open transaction holds up neither the load nor, through a queued lock request, anyone else
     (revision 41 waited for the lock first, 5 s here)."""
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     pgdedup.index("t", "id", ["body"], name="first", dsn=dsn, progress=False)
     monkeypatch.setattr(loader, "DIRECT_SHARE_OF_BUFFERS", 0.0)
     asked = set()

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -277,18 +279,19 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@pytest.fixture
-def held_index(conn, dsn):
-    """`pgdedup index docs --workers 2` (4,000 rows) started in its own process group and held
-    by a real table lock inside its workers' first COPY; yields (process, worker pids, release)."""
+@contextmanager
+def holding_workers(conn, dsn, start: Callable[[], subprocess.Popen]
+                    ) -> Iterator[tuple[subprocess.Popen, set[int], Callable[[], None]]]:
+    """An index of ``docs`` (4,000 rows) by two workers, which ``start`` begins in a process
+    group of its own, held by a real table lock inside its workers' first COPY; yields
+    (process, worker pids, release), and kills the group if it still runs at the end."""
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
                  "FROM generate_series(1, 4000) g")
     pgdedup.migrate(dsn)
     blocker = psycopg.connect(dsn)  # lets the run read, but holds its workers' first COPY
     blocker.execute("LOCK TABLE pgdedup.signatures IN EXCLUSIVE MODE")
-    run = cli_background("index", "docs", "--key", "id", "--text", "body", "--workers", "2",
-                         "--chunk-size", "100", "--no-progress", "--dsn", dsn)
+    run = start()
     try:
         wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
                         "'pgdedup index docs (worker)' AND wait_event_type = 'Lock'")
@@ -301,6 +304,15 @@ def held_index(conn, dsn):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
         run.communicate()
+
+
+@pytest.fixture
+def held_index(conn, dsn):
+    """`pgdedup index docs --workers 2` (4,000 rows), held (``holding_workers``)."""
+    with holding_workers(conn, dsn, lambda: cli_background(
+            "index", "docs", "--key", "id", "--text", "body", "--workers", "2", "--chunk-size", "100",
+            "--no-progress", "--dsn", dsn)) as held:
+        yield held
 
 
 def _gone(conn, run, workers) -> None:

@@ -9,13 +9,11 @@ import signal
 import subprocess
 import sys
 
-import psycopg
 import pytest
 
 import pgdedup
-from crashes import wait_for
-from test_index import _dump, _text
-from test_safety import _children, _gone
+from test_index import _dump, _text_table
+from test_safety import _gone, holding_workers
 
 
 # Runs ``call`` (a statement, with ``dsn`` bound) in a fresh process, beside a second thread if
@@ -73,8 +71,7 @@ def test_workers_are_forked_only_by_a_process_without_other_threads():
 
 
 def test_forked_and_spawned_workers_store_what_one_process_stores(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     pgdedup.index("t", "id", ["body"], name="one", dsn=dsn, workers=1, chunk_size=40, progress=False)
     call = 'pgdedup.index("t", "id", ["body"], name={!r}, dsn=dsn, workers=2, chunk_size=40, progress=False)'
     linux = sys.platform.startswith("linux")
@@ -111,8 +108,7 @@ if __name__ == "__main__":
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 def test_forked_workers_do_not_finalise_the_callers_garbage(conn, dsn):
-    conn.execute("CREATE TABLE t (id int PRIMARY KEY, body text)")
-    conn.cursor().executemany("INSERT INTO t VALUES (%s, %s)", [(i, _text(i)) for i in range(300)])
+    _text_table(conn, 300)
     out = subprocess.run([sys.executable, "-c", CALLER_GARBAGE, dsn], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["300", "1"]
@@ -153,24 +149,12 @@ if __name__ == "__main__":
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 def test_stopped_workers_do_not_run_the_callers_signal_handlers(conn, dsn, tmp_path):
-    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
-    conn.execute("INSERT INTO docs SELECT g, repeat('word' || (g % 97) || ' other' || g || ' ', 30) "
-                 "FROM generate_series(1, 4000) g")
-    pgdedup.migrate(dsn)
     notes = tmp_path / "handled"
-    with psycopg.connect(dsn) as blocker:
-        blocker.execute("LOCK TABLE pgdedup.signatures IN EXCLUSIVE MODE")  # holds the workers' first COPY
-        run = subprocess.Popen([sys.executable, "-c", CALLER_SIGNALS, dsn, str(notes)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(conn, "SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = "
-                            "'pgdedup index docs (worker)' AND wait_event_type = 'Lock'")
-            held = _children(run.pid)
-            os.kill(run.pid, signal.SIGINT)  # the app's process only
-            out, err = run.communicate(timeout=30)
-        finally:
-            if run.poll() is None:
-                run.kill()
+    app = [sys.executable, "-c", CALLER_SIGNALS, dsn, str(notes)]
+    with holding_workers(conn, dsn, lambda: subprocess.Popen(app, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                             text=True, start_new_session=True)) as (run, held, _):
+        os.kill(run.pid, signal.SIGINT)  # the app's process only
+        out, err = run.communicate(timeout=30)
     assert run.returncode == 0, err[-2000:]
     assert out.split() == ["1", "False"]  # its session answers; no worker's SIGTERM reached its fd
     assert not notes.exists()  # the handler ran nowhere
