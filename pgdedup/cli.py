@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     _max_bucket(p)
     _verify(p, "auto")
     p.add_argument("--full", action="store_true", help="decide every row again (default: after a run with the "
-                   "same settings, only what changed since, with the same result)")
+                   "same settings, only what changed since, with the same result, unless so much changed "
+                   "that a full run is cheaper)")
     _json(p)
     _add_dsn(p)
 

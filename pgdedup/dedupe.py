@@ -80,7 +80,9 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     A later run with the same settings (by estimate or auto; "exact" runs are full) is incremental: it re-examines only the
     rows that changed since (as logged by ``index``) and those connected to them through
     candidate edges, and stores exactly the marks a full run would (``pgdedup.update_duplicates``
-    in sql/0006; docs/features.md says why). ``full`` forces a full run.
+    in sql/0006; docs/features.md says why), unless more changes were logged since than 1/25 of
+    the rows indexed and than 1,000: then a full run, which gives the same marks, is the cheaper
+    one (``pgdedup.many_changes``). ``full`` forces a full run.
 
     ``dsn`` is anything ``connection.session`` takes; on a caller's connection the whole run
     happens inside the caller's transaction (never committed here), and the marking column must

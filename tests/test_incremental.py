@@ -594,10 +594,10 @@ def test_fifty_thousand_rows_in_one_statement(conn, dsn, docs):
     assert conn.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] == 50002
     result = pgdedup.index("docs", dsn=dsn, progress=False)
     assert (result.queued, result.signed, result.removed) == (50002, 50000, 0)
-    inc = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
-    assert inc.kind == "incremental"
+    after = pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    assert after.kind == "full"  # 50,002 changes: more than 1/25 of the rows, and than 1,000
     marks = _marks_column(conn)
-    assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).duplicates == inc.duplicates
+    assert pgdedup.dedupe("docs", keep_order="published_at, id", full=True, dsn=dsn).duplicates == after.duplicates
     assert _marks_column(conn) == marks
 
 
@@ -699,3 +699,32 @@ def test_counts_and_stored_marks_of_the_view_target_follow_each_way_of_storing(c
     _marks_fresh(conn, dsn, "published_at, id", 100, "estimate")
     assert _stored_marks(conn, "docs", "view") == _stored_marks(conn, "fresh", "view")
     conn.commit()
+
+
+def test_a_large_batch_of_changes_is_decided_in_full(conn, dsn):
+    """More logged changes than 1/25 of the rows indexed and than 1,000: the dedupe runs in full,
+    which gives the marks an incremental run would (the property above) at a fraction of its
+    cost; fewer: incremental. The marks are those of a fresh collection either way."""
+    rng = random.Random(5)
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text, published_at int)")
+    with conn.cursor().copy("COPY docs FROM STDIN") as copy:
+        for i in range(1, 5001):
+            body = (families.text(rng, i % families.FAMILIES, rng.randrange(4)) if i % 10 == 0
+                    else " ".join(f"u{rng.randrange(10**6)}" for _ in range(families.WORDS)))
+            copy.write_row((i, body, rng.randrange(10)))
+    conn.commit()
+    pgdedup.index("docs", "id", ["body"], params=PARAMS, dsn=dsn, progress=False)
+    by_estimate = {"keep_order": "published_at, id", "verify": "estimate", "dsn": dsn}
+    assert pgdedup.dedupe("docs", **by_estimate).kind == "full"
+
+    def edit(rows: int) -> str:
+        conn.execute("UPDATE docs SET body = body || ' edited' WHERE id IN "
+                     "(SELECT id FROM docs ORDER BY md5(id::text || %s) LIMIT %s)", (str(rows), rows))
+        conn.commit()
+        pgdedup.index("docs", dsn=dsn, progress=False)
+        kind = pgdedup.dedupe("docs", **by_estimate).kind
+        assert _marks_column(conn) == _marks_fresh(conn, dsn, "published_at, id", 100, "estimate")
+        return kind
+
+    assert edit(900) == "incremental"  # 900 changes: fewer than 1,000
+    assert edit(1100) == "full"  # more than 1,000 and than 5,000 / 25
