@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from . import statistics
 from .collections import get
 from .connection import Db, session
 from .db import guard_source, table_columns
@@ -40,9 +41,7 @@ class DedupeResult:
 
 
 #: What a full run fills that the next incremental run joins against.
-RESULT_TABLES = ("pgdedup.checked", "pgdedup.leaders", "pgdedup.duplicates")
-#: How long the ANALYZE after a full run waits for those tables' lock before giving up.
-ANALYZE_LOCK_TIMEOUT = "1s"
+RESULT_TABLES = ("checked", "leaders", "duplicates")
 
 
 def _analyze_results(conn: psycopg.Connection) -> None:
@@ -50,13 +49,10 @@ def _analyze_results(conn: psycopg.Connection) -> None:
     on pgdedup's own connection, so that the next (incremental) run is not planned on none:
     measured at 1M rows, without statistics on them an incremental run took 6.8-7.0 s, with
     them 2.1 s (autovacuum analyzes them too, but later). A few tenths of a second after a full
-    run; a role that does not own them gets PostgreSQL's "skipping" warning, nothing else. Best
-    effort: the marks are committed by then, so a failure here (their lock not had within
-    ``ANALYZE_LOCK_TIMEOUT``, say behind a VACUUM of them; a cancel) is left to autovacuum
-    instead of failing or holding up the run."""
+    run, for any role (``statistics.analyze``). Best effort: the marks are committed by then, so
+    a failure here (a cancel) is left to autovacuum instead of failing the run."""
     try:
-        conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)", (ANALYZE_LOCK_TIMEOUT,))
-        conn.execute(sql.SQL("ANALYZE {}").format(sql.SQL(", ").join(sql.SQL(t) for t in RESULT_TABLES)))
+        statistics.analyze(conn, RESULT_TABLES)
         conn.commit()
     except psycopg.Error:
         with suppress(psycopg.Error):
@@ -98,6 +94,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     ACCESS EXCLUSIVE lock); the marks are then decided and written in one transaction (all or
     none) that holds the collection's lock and only row locks on the source table. After a full
     run on its own connection, pgdedup ANALYZEs the tables that run filled (``_analyze_results``).
+    Before the run, pgdedup's tables whose statistics do not cover the collection are ANALYZEd
+    (``statistics.refresh``; on a caller's connection, in its transaction).
 
     Raises:
         CollectionNotFound: no such collection.
@@ -126,6 +124,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
             # one it adds, then again under ALTER's lock; sql/0024_source_check.sql)
             where = conn.execute("SELECT pgdedup.prepare_mark_column(%s, %s)", (name, column)).fetchone()[0]
             s.commit()  # the column (if added) and its brief table lock: done
+        statistics.refresh(conn, coll.id, shown)
+        s.commit()  # (its lock on the tables it analyzed, if any: released on pgdedup's own connection)
         conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
         guard_source(conn, coll.source, name)  # to the commit: the checks (worker processes too) and the marks
         if verify != "exact":

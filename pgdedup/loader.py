@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from . import cluster, collections, copybin, hashing, tracking
+from . import cluster, collections, copybin, hashing, statistics, tracking
 from .connection import Db, own_dsn
 from .db import Source, beside_the_run, check_source, connect, guard_source, hold_source, resolve_dsn, resolve_source
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
@@ -631,7 +631,7 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     if bands == "band_keys_staged":
         moved = _move_staged(writer, dsn, coll.id, coll.params.bands, len(ranges))
     if signed or removed:  # what was just written is what the next run's joins are planned on
-        writer.execute("ANALYZE pgdedup.signatures (collection_id, row_key, row_id)")  # not the arrays: 20× cheaper
+        statistics.analyze(writer, ["signatures"])  # (as the tables' owner, whoever runs it)
     seconds = time.perf_counter() - t0
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
     result.stats = {"mode": "full", "source_rows": source_rows, "signed": signed, "removed": removed,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from . import schema
+from . import schema, statistics
 import psycopg
 
 from .collections import Collection, get
@@ -41,6 +41,8 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
         coll = get(conn, name, need_source=verify == "exact")
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         shown = Progress(f"pairs {name}", progress)
+        statistics.refresh(conn, coll.id, shown)
+        s.commit()
         if verify != "estimate":
             conn.execute("SELECT pgdedup.lock_collection(%s)", (coll.id,))
             guard_source(conn, coll.source, name)  # the checks re-read the source

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from . import statistics
 from .collections import get
 from .connection import Db, session
 from .db import Source, beside_the_run
@@ -73,7 +74,12 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
     ``write_rows`` (``Source.rows_sql`` tuples), forgets the keys the table
     no longer has, and logs the rows that changed only in other columns (their keep-order rank
     may have moved) for the incremental dedupe.
+
+    First the tables whose statistics do not cover the collection are ANALYZEd (``statistics``):
+    a collection grown from empty by these look-ups has never been through an index run's
+    ANALYZE, and on statistics without it each look-up read every signature of the collection.
     """
+    statistics.refresh(conn, collection_id)
     with beside_the_run(conn, source):  # (an index run's writer: its guard connection holds the table)
         rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
     changed = [r[1:] for r in rows if not r[0]]

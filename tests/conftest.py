@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgdedup.localpg import LocalPostgres
@@ -64,3 +65,20 @@ def second_dsn(server_dsn: str) -> Iterator[str]:
 def conn(dsn: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(dsn, autocommit=True) as c:
         yield c
+
+
+@pytest.fixture
+def make_role(conn, dsn) -> Iterator[Callable[..., tuple[str, str]]]:
+    """``make_role(prefix, options)`` → (role name, DSN connecting as it); dropped after the test."""
+    made: list[str] = []
+
+    def make(prefix: str, options: str = "LOGIN") -> tuple[str, str]:
+        name = f"{prefix}_{conn.info.dbname}"
+        conn.execute(sql.SQL("CREATE ROLE {} " + options).format(sql.Identifier(name)))
+        made.append(name)
+        return name, make_conninfo(dsn, user=name)
+
+    yield make
+    for name in reversed(made):
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

@@ -654,7 +654,7 @@ def test_exact_checks_give_way_to_ddl_queued_behind_the_run(conn, dsn):
     sample.load(conn, 2000, "feed", seed=3)
     conn.commit()
     pgdedup.index("feed", "feed_item_id", ["title", "content"], dsn=dsn, progress=False)
-    err = _ddl_queued_behind_a_run(conn, dsn, "feed", "checked",  # read by the run after its guard only
+    err = _ddl_queued_behind_a_run(conn, dsn, "feed", "candidates",  # written by the run after its guard only
                                    [sys.executable, "-c", SMALL_BATCHES, "dedupe", "feed", "--dsn", dsn],
                                    "pgdedup dedupe feed")
     assert "another session is waiting to change public.feed" in err, err

@@ -19,7 +19,7 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -39,23 +39,6 @@ SAFE_PATH = "search_path=pg_catalog, pg_temp"
 
 
 # helpers ---------------------------------------------------------------------------------------
-
-@pytest.fixture
-def make_role(conn, dsn) -> Iterator[Callable[..., tuple[str, str]]]:
-    """``make_role(prefix, options)`` → (role name, DSN connecting as it); dropped after the test."""
-    made: list[str] = []
-
-    def make(prefix: str, options: str = "LOGIN") -> tuple[str, str]:
-        name = f"{prefix}_{conn.info.dbname}"
-        conn.execute(sql.SQL("CREATE ROLE {} " + options).format(sql.Identifier(name)))
-        made.append(name)
-        return name, make_conninfo(dsn, user=name)
-
-    yield make
-    for name in reversed(made):
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
 
 def _is_superuser(conn: psycopg.Connection, role: str) -> bool:
     return conn.execute("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone()[0]
