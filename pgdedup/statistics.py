@@ -4,8 +4,9 @@ PostgreSQL plans each statement on the statistics of the tables' last ANALYZE. O
 before a collection existed (or after every collection was dropped) makes the planner take the
 collection for a single row and nest loops over all of it: a dedupe of 40,000 rows took 360 s
 instead of 2.4 s. ``refresh`` has such tables ANALYZEd before a run; ``analyze`` ANALYZEs named
-tables after a run filled them. Both go through SECURITY DEFINER SQL, so a role that does not
-own pgdedup's tables gets the same statistics as the owner.
+tables after a run filled them. Both ANALYZE through ``pgdedup.analyze_as_owner`` (SECURITY
+DEFINER), so a role that does not own pgdedup's tables, once granted EXECUTE on it
+(docs/security.md), gets the same statistics as the owner.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ def refresh(conn: psycopg.Connection, collection_id: int, shown: Progress | None
     (``pgdedup.refresh_statistics``), in the caller's transaction; returns their names and
     reports them on ``shown``. A few milliseconds when they do cover it.
 
-    The ANALYZE holds its table's SHARE UPDATE EXCLUSIVE lock (which another session's ANALYZE
-    or VACUUM of it waits for, at most a second when pgdedup's) to the commit: pgdedup's own
-    runs commit it at once.
+    "Do not cover": the planner expects fewer than 10 of the collection's rows in a table that
+    holds at least 100 of them (a collection the statistics never saw). The ANALYZE holds its
+    table's SHARE UPDATE EXCLUSIVE lock (which another session's ANALYZE or VACUUM of it waits
+    for, at most 3 s when pgdedup's) to the commit: pgdedup's own runs commit it at once.
     """
     started = time.perf_counter()
     analyzed: list[str] = conn.execute("SELECT pgdedup.refresh_statistics(%s)", (collection_id,)).fetchone()[0]
@@ -36,9 +38,9 @@ def refresh(conn: psycopg.Connection, collection_id: int, shown: Progress | None
 
 
 def analyze(conn: psycopg.Connection, tables: Sequence[str]) -> list[str]:
-    """ANALYZE these pgdedup tables (``pgdedup.analyze_tables``, as their owner) in the caller's
-    transaction; returns the ones analyzed (a table whose lock is not had within a second is
-    skipped). The caller commits: the lock is held until then.
+    """ANALYZE these pgdedup tables (``pgdedup.analyze_tables``: as their owner, for a role that
+    may) in the caller's transaction; returns the ones analyzed (a table whose lock is not had
+    within 3 s is skipped with a WARNING; a role without the grant gets none). The caller commits: the lock is held until then.
 
     Raises:
         psycopg.Error: SQLSTATE PD003 (``InvalidArgument`` under ``errors.translated``) for a

@@ -75,11 +75,11 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
     no longer has, and logs the rows that changed only in other columns (their keep-order rank
     may have moved) for the incremental dedupe.
 
-    First the tables whose statistics do not cover the collection are ANALYZEd (``statistics``):
-    a collection grown from empty by these look-ups has never been through an index run's
-    ANALYZE, and on statistics without it each look-up read every signature of the collection.
+    Then the tables whose statistics do not cover the collection are ANALYZEd (``statistics``;
+    this transaction's own rows count): a collection grown from empty by these look-ups has never
+    been through an index run's ANALYZE, and on statistics without it each later look-up (this
+    one's, ``check``'s, ``similar``'s, a dedupe's) read every signature of the collection.
     """
-    statistics.refresh(conn, collection_id)
     with beside_the_run(conn, source):  # (an index run's writer: its guard connection holds the table)
         rows = conn.execute(_keyed_query(source, collection_id), (keys,)).fetchall()
     changed = [r[1:] for r in rows if not r[0]]
@@ -93,6 +93,7 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
             "WHERE collection_id = %s AND row_key = ANY(%s)))", (collection_id, collection_id, gone)).fetchone()[0]
     if changed:
         write_rows(changed)
+    statistics.refresh(conn, collection_id)
     return len(changed), sum(1 for r in changed if r[1] is None), forgotten
 
 

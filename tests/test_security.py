@@ -279,6 +279,7 @@ def test_a_role_sees_a_collection_only_when_it_may_read_all_of_its_source(conn, 
 APP_GRANTS = ("GRANT USAGE ON SCHEMA pgdedup TO {}",
               "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgdedup TO {}",
               "GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgdedup TO {}",
+              "GRANT EXECUTE ON FUNCTION pgdedup.analyze_as_owner(text[]) TO {}",
               "GRANT SELECT ON public.docs TO {}")
 
 
