@@ -631,7 +631,7 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     if bands == "band_keys_staged":
         moved = _move_staged(writer, dsn, coll.id, coll.params.bands, len(ranges))
     if signed or removed:  # what was just written is what the next run's joins are planned on
-        statistics.analyze(writer, ["signatures"])  # (as the tables' owner, whoever runs it)
+        statistics.analyze(writer, ["signatures"])  # (as the tables' owner, for a role granted it)
         statistics.refresh(writer, coll.id)  # (band_keys, for a role whose VACUUM ANALYZE is skipped)
     seconds = time.perf_counter() - t0
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)

@@ -3,10 +3,10 @@
 PostgreSQL plans each statement on the statistics of the tables' last ANALYZE. One that ran
 before a collection existed (or after every collection was dropped) makes the planner take the
 collection for a single row and nest loops over all of it: a dedupe of 40,000 rows took 360 s
-instead of 2.4 s. ``refresh`` has such tables ANALYZEd before a run; ``analyze`` ANALYZEs named
-tables after a run filled them. Both ANALYZE through ``pgdedup.analyze_as_owner`` (SECURITY
-DEFINER), so a role that does not own pgdedup's tables, once granted EXECUTE on it
-(docs/security.md), gets the same statistics as the owner.
+instead of 2.4 s. ``refresh`` has such tables ANALYZEd before a run and after writes by key;
+``analyze`` ANALYZEs named tables after a run filled them. Both ANALYZE through
+``pgdedup.analyze_as_owner`` (SECURITY DEFINER), so a role that does not own pgdedup's tables,
+once granted EXECUTE on it (docs/security.md), gets the same statistics as the owner.
 """
 
 from __future__ import annotations

