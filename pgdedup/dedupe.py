@@ -49,8 +49,9 @@ def _analyze_results(conn: psycopg.Connection) -> None:
     on pgdedup's own connection, so that the next (incremental) run is not planned on none:
     measured at 1M rows, without statistics on them an incremental run took 6.8-7.0 s, with
     them 2.1 s (autovacuum analyzes them too, but later). A few tenths of a second after a full
-    run, for any role granted it (``statistics.analyze``). Best effort: the marks are committed by then, so
-    a failure here (a cancel) is left to autovacuum instead of failing the run."""
+    run, for the owner and any role granted it (``statistics.analyze``). Best effort: the marks
+    are committed by then, so a failure here (a cancel) is left to autovacuum instead of failing
+    the run."""
     try:
         statistics.analyze(conn, RESULT_TABLES)
         conn.commit()

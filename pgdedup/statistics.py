@@ -40,7 +40,8 @@ def refresh(conn: psycopg.Connection, collection_id: int, shown: Progress | None
 def analyze(conn: psycopg.Connection, tables: Sequence[str]) -> list[str]:
     """ANALYZE these pgdedup tables (``pgdedup.analyze_tables``: as their owner, for a role that
     may) in the caller's transaction; returns the ones analyzed (a table whose lock is not had
-    within 3 s is skipped with a WARNING; a role without the grant gets none). The caller commits: the lock is held until then.
+    within 3 s is skipped with a WARNING; a role without the grant gets none). The caller
+    commits: the lock is held until then.
 
     Raises:
         psycopg.Error: SQLSTATE PD003 (``InvalidArgument`` under ``errors.translated``) for a

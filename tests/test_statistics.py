@@ -27,20 +27,20 @@ ROWS = 3000
 TEXT = ["title", "summary", "content"]
 #: blocks of pgdedup.signatures a run may read per row of the collection (refreshed: 3-8)
 BLOCKS_PER_ROW = 20
-BLOCKS = ("SELECT heap_blks_hit + heap_blks_read + idx_blks_hit + idx_blks_read FROM pg_statio_user_tables "
-          "WHERE relid = 'pgdedup.signatures'::regclass")
+BLOCKS = ("SELECT heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit + idx_blks_read, 0) "
+          "FROM pg_statio_user_tables WHERE relid = %s::regclass")
 
 
-def _blocks_read_by(conn: psycopg.Connection, work: Callable[[], object]) -> int:
-    """Blocks of pgdedup.signatures that ``work`` (on sessions of its own, which send their
-    counts as they end) read, once the counts have settled. (``conn`` is in autocommit: each
-    statement reads the counts afresh.)"""
-    before = conn.execute(BLOCKS).fetchone()[0]
+def _blocks_read_by(conn: psycopg.Connection, work: Callable[[], object], table: str = "pgdedup.signatures") -> int:
+    """Blocks of ``table`` (heap and indexes) that ``work`` (on sessions of its own, which send
+    their counts as they end) read, once the counts have settled. (``conn`` is in autocommit:
+    each statement reads the counts afresh.)"""
+    before = conn.execute(BLOCKS, (table,)).fetchone()[0]
     work()
-    wait_for(conn, f"SELECT ({BLOCKS}) <> %s", (before,), timeout=10)
+    wait_for(conn, f"SELECT ({BLOCKS}) <> %s", (table, before), timeout=10)
     last = None
     while True:  # (the run's other sessions may still be sending theirs)
-        now = conn.execute(BLOCKS).fetchone()[0]
+        now = conn.execute(BLOCKS, (table,)).fetchone()[0]
         if now == last:
             return now - before
         last = now
@@ -224,12 +224,10 @@ def test_a_reader_under_row_level_security_looks_buckets_up_by_index(conn, dsn, 
     owners = pgdedup.similar("feed", key=key, dsn=dsn)
     pages = conn.execute("SELECT pg_relation_size('pgdedup.band_keys') / current_setting('block_size')::int"
                          ).fetchone()[0]
-    blocks = ("SELECT heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit + idx_blks_read, 0) "
-              "FROM pg_statio_user_tables WHERE relid = 'pgdedup.band_keys'::regclass")
-    before = conn.execute(blocks).fetchone()[0]
-    assert pgdedup.similar("feed", key=key, dsn=reader_dsn) == owners
-    wait_for(conn, f"SELECT ({blocks}) <> %s", (before,), timeout=10)
-    read = conn.execute(blocks).fetchone()[0] - before
+    answers = []
+    read = _blocks_read_by(conn, lambda: answers.append(pgdedup.similar("feed", key=key, dsn=reader_dsn)),
+                           "pgdedup.band_keys")
+    assert answers == [owners]
     assert read < pages / 2, f"{read} blocks of pgdedup.band_keys ({pages} pages) read by one similar"
 
 
