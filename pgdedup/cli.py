@@ -13,10 +13,11 @@ import json
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 import psycopg
 
@@ -384,11 +385,19 @@ def _error_line(exc: BaseException) -> str | None:
     return None
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A warning as one line on stderr, as errors are (not Python's file, line and source)."""
+    print(f"pgdedup: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; exit status 0, 1 for an error (one line on stderr), 130 on Ctrl-C."""
     args = build_parser().parse_args(argv)
     try:
-        run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            run(args)
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

@@ -59,6 +59,12 @@ class PermissionDenied(PgdedupError):
     """The database refused the current role (SQLSTATE 42501)."""
 
 
+class StatisticsWarning(UserWarning):
+    """pgdedup's tables could not be ANALYZEd for a run whose collection their statistics do not
+    cover (the role is not granted ``pgdedup.analyze_as_owner``, or another session held a table
+    past the lock wait): the run goes on, and may be slow. The message names the tables."""
+
+
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
     "PD001": CollectionNotFound, "PD002": RowNotFound, "PD003": InvalidArgument,
     "PD004": StaleResults, "PD005": CollectionBusy, "PD006": UnsafeOperation, "PD007": SourceMissing,

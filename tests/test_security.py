@@ -473,7 +473,8 @@ def test_a_text_column_of_the_owners_own_type_is_never_read(conn, dsn, tenant):
     conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgdedup TO {}").format(
         sql.Identifier(name)))
     conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgdedup TO {}").format(sql.Identifier(name)))
-    assert pgdedup.index("tenant.t", "id", ["body", "extra"], dsn=tenant_dsn, progress=False).signed == 30
+    with pytest.warns(pgdedup.StatisticsWarning, match="is not granted pgdedup.analyze_as_owner"):
+        assert pgdedup.index("tenant.t", "id", ["body", "extra"], dsn=tenant_dsn, progress=False).signed == 30
 
 
 def test_a_source_changed_by_its_owner_after_indexing_is_refused_unread(conn, dsn, tenant):

@@ -11,7 +11,7 @@ of the collection (EXPLAIN) once the rows are in."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+import warnings
 
 import psycopg
 import pytest
@@ -20,31 +20,14 @@ from psycopg import sql
 import pgdedup
 from pgdedup import sample
 
-from crashes import wait_for
+from blocks import blocks_read_by
+from clirun import cli
 from test_security import APP_GRANTS
 
 ROWS = 3000
 TEXT = ["title", "summary", "content"]
 #: blocks of pgdedup.signatures a run may read per row of the collection (refreshed: 3-8)
 BLOCKS_PER_ROW = 20
-BLOCKS = ("SELECT heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit + idx_blks_read, 0) "
-          "FROM pg_statio_user_tables WHERE relid = %s::regclass")
-
-
-def _blocks_read_by(conn: psycopg.Connection, work: Callable[[], object], table: str = "pgdedup.signatures") -> int:
-    """Blocks of ``table`` (heap and indexes) that ``work`` (on sessions of its own, which send
-    their counts as they end) read, once the counts have settled. (``conn`` is in autocommit:
-    each statement reads the counts afresh.)"""
-    before = conn.execute(BLOCKS, (table,)).fetchone()[0]
-    work()
-    wait_for(conn, f"SELECT ({BLOCKS}) <> %s", (table, before), timeout=10)
-    last = None
-    while True:  # (the run's other sessions may still be sending theirs)
-        now = conn.execute(BLOCKS, (table,)).fetchone()[0]
-        if now == last:
-            return now - before
-        last = now
-        time.sleep(0.7)
 
 
 def _estimate(conn: psycopg.Connection, name: str) -> float:
@@ -73,17 +56,18 @@ def beside(conn, dsn) -> list[str]:
 
 
 @pytest.fixture
-def stale(conn, beside, make_role) -> None:
+def stale(conn, beside, make_role) -> str:
     """``beside``, with feed's rows added by a runtime role not granted ``analyze_as_owner``
     (made before revision 46, say): nothing analyzed them, and the statistics know only
-    ``briefs``."""
+    ``briefs``. Returns that role's DSN."""
     name, role_dsn = make_role("ungranted")
     for grant in [g for g in APP_GRANTS if "docs" not in g and "analyze_as_owner" not in g]:
         conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
     conn.execute(sql.SQL("GRANT SELECT ON public.feed TO {}").format(sql.Identifier(name)))
-    with psycopg.connect(role_dsn) as app:
+    with psycopg.connect(role_dsn) as app, pytest.warns(pgdedup.StatisticsWarning, match="is not granted"):
         assert pgdedup.collection("feed", app).add_rows(beside) == ROWS
     assert _estimate(conn, "feed") < 10, "the planted statistics cover the collection: nothing tested"
+    return role_dsn
 
 
 def test_rows_added_by_key_beside_an_analyzed_collection_stay_linear(conn, dsn, beside):
@@ -123,9 +107,26 @@ def test_a_run_on_statistics_that_missed_its_collection_stays_linear(conn, dsn, 
     by autovacuum or a maintenance job, while they were being added in a transaction not yet
     committed): a dedupe (as psql calls it, or by exact checks of every candidate) or an auto
     ``pairs`` has the tables analyzed first."""
-    blocks = _blocks_read_by(conn, lambda: run(dsn))
+    blocks = blocks_read_by(conn, lambda: run(dsn), "pgdedup.signatures")
     assert blocks < BLOCKS_PER_ROW * ROWS, f"{blocks} blocks of pgdedup.signatures read by {run.__name__}"
     assert _estimate(conn, "feed") > ROWS / 10
+
+
+def test_a_role_that_may_not_have_the_tables_analyzed_is_told(conn, stale):
+    """The role ``stale`` added the rows with gets no ANALYZE (not granted ``analyze_as_owner``):
+    its runs say so, naming the tables and the grant (revision 47 said nothing), and go on."""
+    with pytest.warns(pgdedup.StatisticsWarning) as told:
+        assert len(list(pgdedup.pairs("feed", dsn=stale))) > 0
+    role = f"ungranted_{conn.info.dbname}"
+    assert [str(w.message) for w in told] == [
+        f'pgdedup.signatures, pgdedup.band_keys not analyzed: their statistics do not cover collection "feed", and '
+        f"role {role} is not granted pgdedup.analyze_as_owner; its runs may read the whole collection once per row "
+        f"until the owner or autovacuum analyzes them (GRANT EXECUTE ON FUNCTION pgdedup.analyze_as_owner(text[]) "
+        f"TO {role})"]
+    assert _estimate(conn, "feed") < 10
+    ran = cli("pairs", "feed", "--dsn", stale)
+    said = ran.stderr
+    assert ran.returncode == 0 and said.startswith("pgdedup: warning: pgdedup.signatures, pgdedup.band_keys not analyzed: "), said
 
 
 def test_a_read_only_transaction_gets_the_statistics_refreshed_too(conn, dsn, stale):
@@ -153,7 +154,10 @@ def test_a_role_that_does_not_own_the_tables_gets_them_analyzed_once_granted(con
     grants = [g for g in APP_GRANTS if "docs" not in g and (granted or "analyze_as_owner" not in g)]
     for grant in grants + ["GRANT SELECT ON public.feed TO {}"]:
         conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
-    pgdedup.index("feed", "feed_item_id", TEXT, dsn=app_dsn, progress=False)
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        pgdedup.index("feed", "feed_item_id", TEXT, dsn=app_dsn, progress=False)
+    assert [w.category for w in told] == ([] if granted else [pgdedup.StatisticsWarning])
     assert (_estimate(conn, "feed") > ROWS / 10) == granted
     with psycopg.connect(app_dsn, autocommit=True) as runtime:
         with pytest.raises(psycopg.Error, match="only its tables") as refused:
@@ -188,23 +192,6 @@ def test_a_collection_the_statistics_saw_is_not_analyzed_again_and_again(conn, d
     assert conn.execute(analyses).fetchone()[0] == before
 
 
-def test_a_table_held_by_another_session_is_left_out_with_a_warning(conn, dsn):
-    """A table another session holds (a VACUUM, an ANALYZE: SHARE UPDATE EXCLUSIVE) is left out
-    after 3 s (longer than PostgreSQL's deadlock_timeout, after which an autovacuum worker in the
-    way is cancelled), with a WARNING naming it; the others are analyzed."""
-    pgdedup.migrate(dsn)
-    warnings: list[str] = []
-    conn.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
-    with psycopg.connect(dsn) as other:
-        other.execute("LOCK TABLE pgdedup.signatures IN SHARE UPDATE EXCLUSIVE MODE")
-        started = time.monotonic()
-        done = conn.execute("SELECT pgdedup.analyze_tables(ARRAY['signatures', 'duplicates'])").fetchone()[0]
-        assert done == ["duplicates"]
-        assert 2.9 < time.monotonic() - started < 8
-    assert warnings == ["WARNING: pgdedup.signatures not analyzed: another session held it for 3 s; "
-                        "its statistics stay as they were"]
-
-
 def test_a_reader_under_row_level_security_looks_buckets_up_by_index(conn, dsn, make_role):
     """``similar`` for a role the tables' policies apply to: the planner may put only leakproof
     comparisons in an index condition ahead of the policy's, and the band each bucket was
@@ -225,7 +212,7 @@ def test_a_reader_under_row_level_security_looks_buckets_up_by_index(conn, dsn, 
     pages = conn.execute("SELECT pg_relation_size('pgdedup.band_keys') / current_setting('block_size')::int"
                          ).fetchone()[0]
     answers = []
-    read = _blocks_read_by(conn, lambda: answers.append(pgdedup.similar("feed", key=key, dsn=reader_dsn)),
+    read = blocks_read_by(conn, lambda: answers.append(pgdedup.similar("feed", key=key, dsn=reader_dsn)),
                            "pgdedup.band_keys")
     assert answers == [owners]
     assert read < pages / 2, f"{read} blocks of pgdedup.band_keys ({pages} pages) read by one similar"
@@ -250,3 +237,26 @@ def test_a_reader_that_may_not_read_every_table_still_gets_pairs(conn, dsn, make
     with pytest.raises(psycopg.Error, match="bands, not") as refused:
         conn.execute("SELECT * FROM pgdedup.similar_to_sketch('feed', B'0', %s)", (list(range(bands + 1)),))
     assert refused.value.sqlstate == "PD003"
+
+
+@pytest.mark.parametrize(("callers", "waited"), [("0", "3s"), ("200ms", "200ms"), ("10s", "3s")])
+def test_a_table_held_by_another_session_is_left_out_with_a_warning(conn, dsn, callers, waited):
+    """A table another session holds (a VACUUM, an ANALYZE: SHARE UPDATE EXCLUSIVE) is left out
+    after 3 s (longer than PostgreSQL's deadlock_timeout, after which an autovacuum worker in the
+    way is cancelled), with a WARNING naming it; the others are analyzed. A caller whose
+    lock_timeout is shorter (an application that never waits long for a lock) waits only that
+    long (revision 47 waited 3 s), and its setting is as it was afterwards."""
+    pgdedup.migrate(dsn)
+    warnings: list[str] = []
+    conn.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
+    conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(callers)))
+    with psycopg.connect(dsn) as other, conn.transaction():
+        other.execute("LOCK TABLE pgdedup.signatures IN SHARE UPDATE EXCLUSIVE MODE")
+        started = time.monotonic()
+        done = conn.execute("SELECT pgdedup.analyze_tables(ARRAY['signatures', 'duplicates'])").fetchone()[0]
+        took = time.monotonic() - started
+        assert conn.execute("SHOW lock_timeout").fetchone()[0] == callers  # (in the same transaction)
+    assert done == ["duplicates"]
+    assert (took < 1.5) if waited == "200ms" else (2.9 < took < 8)
+    assert warnings == [f"WARNING: pgdedup.signatures not analyzed: another session held it for {waited}; "
+                        "its statistics stay as they were"]
