@@ -627,9 +627,10 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
             signed = sign_range(job, None, None, bar.update)
         else:
             signed = _sign_parallel(job, ranges, bar)
-    moved = "direct"
+    moved, move_started = "direct", time.perf_counter()
     if bands == "band_keys_staged":
         moved = _move_staged(writer, dsn, coll.id, coll.params.bands, len(ranges))
+    move_seconds = time.perf_counter() - move_started
     if signed or removed:  # what was just written is what the next run's joins are planned on
         statistics.analyze(writer, ["signatures"])  # (as the tables' owner, for a role granted it)
         statistics.refresh(writer, coll.id)  # (band_keys, for a role whose VACUUM ANALYZE is skipped)
@@ -637,4 +638,6 @@ def _run_full(writer: psycopg.Connection, dsn: str, coll: collections.Collection
     result = IndexResult(coll.name, source_rows, signed, removed, seconds, coll.params, null_keys)
     result.stats = {"mode": "full", "source_rows": source_rows, "signed": signed, "removed": removed,
                     "null_keys": null_keys, "band_keys": moved, "seconds": round(seconds, 3)}
+    if moved != "direct":
+        result.stats["move_seconds"] = round(move_seconds, 3)
     return result

@@ -450,6 +450,7 @@ def test_a_staged_first_load_into_an_empty_band_keys_builds_its_key_once(conn, d
     monkeypatch.undo()
     runs.append(pgdedup.index("t", "id", ["body"], name="c", dsn=dsn, workers=2, chunk_size=40, progress=False))
     assert [r.stats["band_keys"] for r in runs] == ["rebuilt", "inserted", "direct"]
+    assert [0 < r.stats.get("move_seconds", 0) < r.stats["seconds"] for r in runs] == [True, True, False]
     assert _dump(conn, "a") == _dump(conn, "b") == _dump(conn, "c")
     signed = sign_texts([_text(i) for i in range(300)])
     ids = row_ids([str(i) for i in range(300)])
