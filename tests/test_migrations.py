@@ -292,3 +292,25 @@ def test_pgdedups_sql_in_an_apps_migration_binds_only_built_in_operators(conn, d
         assert conn.execute("SELECT count(*) FROM planted_calls").fetchone()[0] == 0
     finally:
         conn.execute("ALTER DATABASE " + conn.info.dbname + " RESET search_path")
+
+
+def _autovacuum_options(conn) -> dict[str, list[str]]:
+    return dict(conn.execute("SELECT relname, coalesce(reloptions, '{}') FROM pg_class "
+                             "WHERE oid IN ('pgdedup.signatures'::regclass, 'pgdedup.band_keys'::regclass)").fetchall())
+
+
+def test_autovacuum_keeps_up_with_the_collections_tables_and_an_administrators_choice_stays(conn, dsn):
+    """Revision 49: autovacuum vacuums signatures and band_keys after 1 % of their rows changed
+    and analyzes them after 2 %, not 20 % and 10 %; an option an administrator set on them
+    before is kept by the upgrade and by the downgrade, which resets only its own."""
+    ours = ["autovacuum_vacuum_scale_factor=0.01", "autovacuum_vacuum_insert_scale_factor=0.01",
+            "autovacuum_analyze_scale_factor=0.02"]
+    pgdedup.migrate(dsn, "0048_statistics_notices")
+    conn.execute("ALTER TABLE pgdedup.band_keys SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 90)")
+    pgdedup.migrate(dsn, "0049_autovacuum")
+    options = _autovacuum_options(conn)
+    assert sorted(options["signatures"]) == sorted(ours)
+    assert sorted(options["band_keys"]) == sorted(["autovacuum_vacuum_scale_factor=0.05", "fillfactor=90"] + ours[1:])
+    pgdedup.downgrade(dsn, "0048_statistics_notices")
+    assert _autovacuum_options(conn) == {"signatures": [],
+                                         "band_keys": ["autovacuum_vacuum_scale_factor=0.05", "fillfactor=90"]}
