@@ -14,16 +14,17 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any, TextIO
 
 import psycopg
+from tqdm import tqdm
 
 from . import __version__
 from . import demo as demo_mod
-from .errors import PgdedupError, message_of
+from .errors import PgdedupError, StatisticsWarning, message_of
 from .dedupe import dedupe
 from .explain import explain
 from .report import report
@@ -385,10 +386,17 @@ def _error_line(exc: BaseException) -> str | None:
     return None
 
 
-def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: TextIO | None = None, line: str | None = None) -> None:
-    """A warning as one line on stderr, as errors are (not Python's file, line and source)."""
-    print(f"pgdedup: warning: {message}", file=sys.stderr)
+def _warning_lines(shown: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` for the CLI: pgdedup's own warnings as one line on stderr, as
+    errors are (not Python's file, line and source), above any progress bar; others as ``shown``
+    (the handler before) shows them."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if issubclass(category, StatisticsWarning):
+            tqdm.write(f"pgdedup: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -396,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _warning_line
+            warnings.showwarning = _warning_lines(warnings.showwarning)
             run(args)
     except BrokenPipeError:
         return 0

@@ -17,7 +17,7 @@ from . import statistics
 from .collections import get
 from .connection import Db, session
 from .db import guard_source, table_columns
-from .errors import InvalidArgument, translated
+from .errors import InvalidArgument, StatisticsWarning, translated
 from .exact import store_checks, verify_exact
 from .progress import Progress
 
@@ -50,12 +50,12 @@ def _analyze_results(conn: psycopg.Connection) -> None:
     measured at 1M rows, without statistics on them an incremental run took 6.8-7.0 s, with
     them 2.1 s (autovacuum analyzes them too, but later). A few tenths of a second after a full
     run, for the owner and any role granted it (``statistics.analyze``). Best effort: the marks
-    are committed by then, so a failure here (a cancel) is left to autovacuum instead of failing
-    the run."""
+    are committed by then, so a failure here (a cancel; a ``StatisticsWarning`` a caller's
+    filter turned into an error) is left to autovacuum instead of failing the run."""
     try:
         statistics.analyze(conn, RESULT_TABLES)
         conn.commit()
-    except psycopg.Error:
+    except (psycopg.Error, StatisticsWarning):
         with suppress(psycopg.Error):
             conn.rollback()
 

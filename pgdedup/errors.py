@@ -60,9 +60,10 @@ class PermissionDenied(PgdedupError):
 
 
 class StatisticsWarning(UserWarning):
-    """pgdedup's tables could not be ANALYZEd for a run whose collection their statistics do not
-    cover (the role is not granted ``pgdedup.analyze_as_owner``, or another session held a table
-    past the lock wait): the run goes on, and may be slow. The message names the tables."""
+    """A pgdedup table was not ANALYZEd when pgdedup asked: its statistics do not cover the
+    collection and the role is not granted ``pgdedup.analyze_as_owner`` (runs may be slow until
+    the owner or autovacuum analyzes it), or another session held it past the lock wait (its
+    statistics stay as they were). The message names the tables; the run goes on."""
 
 
 _BY_SQLSTATE: dict[str, type[PgdedupError]] = {

@@ -7,12 +7,13 @@ instead of 2.4 s. ``refresh`` has such tables ANALYZEd before a run and after wr
 ``analyze`` ANALYZEs named tables after a run filled them. Both ANALYZE through
 ``pgdedup.analyze_as_owner`` (SECURITY DEFINER), so a role that does not own pgdedup's tables,
 once granted EXECUTE on it (docs/security.md), gets the same statistics as the owner. What
-the server says about tables it could not analyze (its WARNINGs) reaches the caller as a
-``StatisticsWarning``.
+the server says about tables it could not analyze (a NOTICE or a WARNING) reaches the caller
+as a ``StatisticsWarning``.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -25,15 +26,25 @@ from .errors import StatisticsWarning
 from .progress import Progress
 
 
+def _outside_pgdedup() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called here that names the first frame outside
+    pgdedup (and the context managers between): the caller's own line, which warning filters by
+    module then match."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in ("pgdedup", "contextlib"):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 @contextmanager
 def _warned(conn: psycopg.Connection) -> Iterator[None]:
-    """Each WARNING of pgdedup's on ``conn`` in the block, raised again as a
-    ``StatisticsWarning`` when it ends (psycopg drops a server's notices unless a handler takes
-    them)."""
+    """Each NOTICE or WARNING of pgdedup's about its tables (``pgdedup.<table>...``) on ``conn``
+    in the block, raised again as a ``StatisticsWarning`` when it ends (psycopg drops a server's
+    notices unless a handler takes them)."""
     said: list[str] = []
 
     def take(diag: Diagnostic) -> None:
-        if diag.severity_nonlocalized == "WARNING" and (diag.message_primary or "").startswith("pgdedup"):
+        if diag.severity_nonlocalized in ("NOTICE", "WARNING") and (diag.message_primary or "").startswith("pgdedup."):
             said.append(diag.message_primary + (f" ({diag.message_hint})" if diag.message_hint else ""))
 
     conn.add_notice_handler(take)
@@ -42,7 +53,7 @@ def _warned(conn: psycopg.Connection) -> Iterator[None]:
     finally:
         conn.remove_notice_handler(take)
     for message in said:
-        warnings.warn(message, StatisticsWarning, stacklevel=4)
+        warnings.warn(message, StatisticsWarning, stacklevel=_outside_pgdedup())
 
 
 def refresh(conn: psycopg.Connection, collection_id: int, shown: Progress | None = None) -> list[str]:

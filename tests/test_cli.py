@@ -9,7 +9,7 @@ import json
 import pytest
 
 import pgdedup
-
+from pgdedup import cli as cli_module
 from pgdedup.schema import HEAD
 
 from clirun import cli, one_line_error
@@ -148,3 +148,14 @@ def test_every_summary_as_json(conn, dsn, items):
     assert run("track", "items") == {"name": "items", "tracked": True}
     assert run("unmark", "items") == {"name": "items", "marks_cleared": marked}
     assert run("drop", "items") == {"name": "items", "rows_forgotten": n, "unmarked": False}
+
+
+def test_only_pgdedups_own_warnings_become_its_one_line_warnings(capsys):
+    """The CLI prints a ``StatisticsWarning`` as ``pgdedup: warning: ...`` (above any progress
+    bar); another library's warning goes to Python's usual handler, category and origin kept."""
+    passed = []
+    show = cli_module._warning_lines(lambda message, category, *rest: passed.append((str(message), category)))
+    show(pgdedup.StatisticsWarning("pgdedup.leaders not analyzed"), pgdedup.StatisticsWarning, "x.py", 1)
+    show(RuntimeWarning("overflow encountered in multiply"), RuntimeWarning, "y.py", 2)
+    assert capsys.readouterr().err == "pgdedup: warning: pgdedup.leaders not analyzed\n"
+    assert passed == [("overflow encountered in multiply", RuntimeWarning)]
