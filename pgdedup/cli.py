@@ -377,8 +377,9 @@ def run(args: argparse.Namespace) -> None:
 
 def _error_line(exc: BaseException) -> str | None:
     """The one line to print for an error a user can act on, or None for a bug (a traceback).
-    An OSError is the user's too: a file to write in a directory that does not exist, etc."""
-    if isinstance(exc, (PgdedupError, ValueError, OSError)):
+    An OSError is the user's too: a file to write in a directory that does not exist, etc.; so is
+    a ``StatisticsWarning`` that ``-W error`` made an error."""
+    if isinstance(exc, (PgdedupError, StatisticsWarning, ValueError, OSError)):
         return str(exc).strip().splitlines()[0].removeprefix("pgdedup: ") if str(exc).strip() else type(exc).__name__
     orig = exc if isinstance(exc, psycopg.Error) else getattr(exc, "orig", None)  # SQLAlchemy wraps
     if isinstance(orig, psycopg.Error):

@@ -7,7 +7,7 @@ instead of 2.4 s. ``refresh`` has such tables ANALYZEd before a run and after wr
 ``analyze`` ANALYZEs named tables after a run filled them. Both ANALYZE through
 ``pgdedup.analyze_as_owner`` (SECURITY DEFINER), so a role that does not own pgdedup's tables,
 once granted EXECUTE on it (docs/security.md), gets the same statistics as the owner. What
-the server says about tables it could not analyze (a NOTICE or a WARNING) reaches the caller
+the server says about tables it could not analyze (an INFO or a WARNING) reaches the caller
 as a ``StatisticsWarning``.
 """
 
@@ -26,25 +26,31 @@ from .errors import StatisticsWarning
 from .progress import Progress
 
 
+#: the severities pgdedup's SQL tells of tables it did not analyze (INFO since revision 51)
+_SAID = ("INFO", "WARNING")
+#: the modules whose frames a StatisticsWarning skips to reach the caller's line
+_INSIDE = ("pgdedup", "contextlib")
+
+
 def _outside_pgdedup() -> int:
     """The ``stacklevel`` for ``warnings.warn`` called here that names the first frame outside
     pgdedup (and the context managers between): the caller's own line, which warning filters by
     module then match."""
     level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in ("pgdedup", "contextlib"):
+    while frame is not None and str(frame.f_globals.get("__name__") or "").partition(".")[0] in _INSIDE:
         level, frame = level + 1, frame.f_back
     return level
 
 
 @contextmanager
 def _warned(conn: psycopg.Connection) -> Iterator[None]:
-    """Each NOTICE or WARNING of pgdedup's about its tables (``pgdedup.<table>...``) on ``conn``
+    """Each INFO or WARNING of pgdedup's about its tables (``pgdedup.<table>...``) on ``conn``
     in the block, raised again as a ``StatisticsWarning`` when it ends (psycopg drops a server's
     notices unless a handler takes them)."""
     said: list[str] = []
 
     def take(diag: Diagnostic) -> None:
-        if diag.severity_nonlocalized in ("NOTICE", "WARNING") and (diag.message_primary or "").startswith("pgdedup."):
+        if diag.severity_nonlocalized in _SAID and (diag.message_primary or "").startswith("pgdedup."):
             said.append(diag.message_primary + (f" ({diag.message_hint})" if diag.message_hint else ""))
 
     conn.add_notice_handler(take)
