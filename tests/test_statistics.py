@@ -30,6 +30,24 @@ TEXT = ["title", "summary", "content"]
 BLOCKS_PER_ROW = 20
 
 
+#: a reader's grants here: the schema, its tables and the table ``feed``, to SELECT
+READER = ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}",
+          "GRANT SELECT ON public.feed TO {}")
+
+
+def _grant(conn: psycopg.Connection, role: str, grants: list[str] | tuple[str, ...]) -> None:
+    """Run each ``GRANT ... TO {}`` (or REVOKE) for ``role``."""
+    for grant in grants:
+        conn.execute(sql.SQL(grant).format(sql.Identifier(role)))
+
+
+def _runtime(analyze: bool) -> list[str]:
+    """A runtime role's grants (tests/test_security.py's, on the table ``feed``), with or without
+    ``analyze_as_owner``."""
+    return [g for g in APP_GRANTS if "docs" not in g and (analyze or "analyze_as_owner" not in g)] + [
+        "GRANT SELECT ON public.feed TO {}"]
+
+
 def _estimate(conn: psycopg.Connection, name: str) -> float:
     """The planner's estimate of the collection's rows in pgdedup.signatures."""
     cid = conn.execute("SELECT pgdedup.collection_id(%s)", (name,)).fetchone()[0]
@@ -61,9 +79,7 @@ def stale(conn, beside, make_role) -> str:
     (made before revision 46, say): nothing analyzed them, and the statistics know only
     ``briefs``. Returns that role's DSN."""
     name, role_dsn = make_role("ungranted")
-    for grant in [g for g in APP_GRANTS if "docs" not in g and "analyze_as_owner" not in g]:
-        conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
-    conn.execute(sql.SQL("GRANT SELECT ON public.feed TO {}").format(sql.Identifier(name)))
+    _grant(conn, name, _runtime(analyze=False))
     with psycopg.connect(role_dsn) as app, pytest.warns(pgdedup.StatisticsWarning, match="is not granted"):
         assert pgdedup.collection("feed", app).add_rows(beside) == ROWS
     assert _estimate(conn, "feed") < 10, "the planted statistics cover the collection: nothing tested"
@@ -163,9 +179,7 @@ def test_a_role_that_does_not_own_the_tables_gets_them_analyzed_once_granted(con
     pgdedup.migrate(dsn)
     conn.execute("ALTER TABLE pgdedup.signatures SET (autovacuum_enabled = off)")
     pgdedup.index("briefs", "feed_item_id", TEXT, dsn=dsn, progress=False)
-    grants = [g for g in APP_GRANTS if "docs" not in g and (granted or "analyze_as_owner" not in g)]
-    for grant in grants + ["GRANT SELECT ON public.feed TO {}"]:
-        conn.execute(sql.SQL(grant).format(sql.Identifier(name)))
+    _grant(conn, name, _runtime(analyze=granted))
     with warnings.catch_warnings(record=True) as told:
         warnings.simplefilter("always")
         pgdedup.index("feed", "feed_item_id", TEXT, dsn=app_dsn, progress=False)
@@ -216,9 +230,7 @@ def test_a_reader_under_row_level_security_looks_buckets_up_by_index(conn, dsn, 
     for table in ("feed", "other"):
         pgdedup.index(table, "feed_item_id", TEXT, dsn=dsn, progress=False)
     reader, reader_dsn = make_role("reader")
-    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}",
-                  "GRANT SELECT ON public.feed TO {}"):
-        conn.execute(sql.SQL(grant).format(sql.Identifier(reader)))
+    _grant(conn, reader, READER)
     key = conn.execute("SELECT feed_item_id::text FROM feed ORDER BY 1 LIMIT 1").fetchone()[0]
     owners = pgdedup.similar("feed", key=key, dsn=dsn)
     pages = conn.execute("SELECT pg_relation_size('pgdedup.band_keys') / current_setting('block_size')::int"
@@ -239,9 +251,7 @@ def test_a_reader_that_may_not_read_every_table_still_gets_pairs(conn, dsn, make
     pgdedup.migrate(dsn)
     pgdedup.index("feed", "feed_item_id", TEXT, dsn=dsn, progress=False)
     reader, reader_dsn = make_role("reader")
-    for grant in ("GRANT USAGE ON SCHEMA pgdedup TO {}", "GRANT SELECT ON ALL TABLES IN SCHEMA pgdedup TO {}",
-                  "REVOKE SELECT ON pgdedup.checked, pgdedup.leaders FROM {}", "GRANT SELECT ON public.feed TO {}"):
-        conn.execute(sql.SQL(grant).format(sql.Identifier(reader)))
+    _grant(conn, reader, READER + ("REVOKE SELECT ON pgdedup.checked, pgdedup.leaders FROM {}",))
     expected = conn.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs('feed')").fetchall()
     assert expected
     assert [tuple(p) for p in pgdedup.pairs("feed", dsn=reader_dsn)] == expected
@@ -261,8 +271,8 @@ def test_a_table_held_by_another_session_is_left_out_with_a_warning(conn, dsn, c
     long (revision 47 waited 3 s), and its setting is as it was afterwards (one made with SET
     LOCAL is gone at the commit)."""
     pgdedup.migrate(dsn)
-    warnings: list[str] = []
-    conn.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
+    said: list[str] = []
+    conn.add_notice_handler(lambda d: said.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
     with psycopg.connect(dsn) as other, conn.transaction():
         conn.execute(sql.SQL("SET {} lock_timeout = {}").format(sql.SQL("LOCAL" if local else ""),
                                                                sql.Literal(callers)))
@@ -274,5 +284,5 @@ def test_a_table_held_by_another_session_is_left_out_with_a_warning(conn, dsn, c
     assert conn.execute("SHOW lock_timeout").fetchone()[0] == ("0" if local else callers)
     assert done == ["duplicates"]
     assert (took < 2.5) if waited == "200ms" else (2.9 < took < 8)
-    assert warnings == [f"WARNING: pgdedup.signatures not analyzed: another session held it for {waited}; "
+    assert said == [f"WARNING: pgdedup.signatures not analyzed: another session held it for {waited}; "
                         "its statistics stay as they were"]
