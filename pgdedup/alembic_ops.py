@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from importlib import resources
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import alembic.context
 import alembic.op
@@ -66,16 +66,18 @@ def run_sql_file(name: str) -> None:
     run_sql(read_sql(name))
 
 
-def function_definitions(name: str, functions: Iterable[str]) -> str:
+def function_definitions(name: str, functions: Iterable[str], renamed: Mapping[str, str] | None = None) -> str:
     """The statements of released file ``name`` that define the given pgdedup functions: each
     ``CREATE [OR REPLACE] FUNCTION pgdedup.<f>(...) ... $$...$$;`` and ``ALTER FUNCTION pgdedup.<f>(...)``.
 
     A downgrade uses it to put back the functions a later revision replaced, from the one file
     that defines them, instead of a copy; so every ``CREATE FUNCTION`` comes back as ``CREATE OR
-    REPLACE FUNCTION`` (the function exists at that point). Revision 24 renamed five functions
-    ``<name>_unchecked`` behind guarding wrappers of the old names: a later revision that
-    redefines one of them from an older file replaces the wrapper, so it must redefine the
-    ``_unchecked`` body instead (tests/test_security.py checks that every wrapper still guards).
+    REPLACE FUNCTION`` (the function exists at that point). ``renamed`` maps a function of the
+    file to the name its body has had since a later revision renamed it: revision 24 renamed five
+    functions ``<name>_unchecked`` behind guarding wrappers of the old names, and revision 29
+    ``track`` to ``track_triggers``; a later revision that redefines such a body and puts it back
+    from the older file must define it under the new name, or it would replace the wrapper
+    (tests/test_security.py checks that every wrapper still guards).
     Raises ValueError if a function is not defined there.
     """
     text = read_sql(name)
@@ -84,13 +86,17 @@ def function_definitions(name: str, functions: Iterable[str]) -> str:
         creates = list(re.finditer(rf"^CREATE (?:OR REPLACE )?FUNCTION pgdedup\.{function}\(", text, re.M))
         if not creates:
             raise ValueError(f"{name} defines no function pgdedup.{function}")
+        found = []
         for create in creates:
             body_open = text.index("$$", create.start())
             end = text.index(";", text.index("$$", body_open + 2)) + 1
-            statements.append(re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION",
-                                     text[create.start():end]))
-        statements += [alter for alter in re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
-                       if " RENAME TO " not in alter]  # a rename is the revision's move, not the definition
+            found.append(re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION",
+                                text[create.start():end]))
+        found += [alter for alter in re.findall(rf"^ALTER FUNCTION pgdedup\.{function}\(.*?;$", text, re.M | re.S)
+                  if " RENAME TO " not in alter]  # a rename is the revision's move, not the definition
+        new_name = (renamed or {}).get(function)
+        statements += [statement.replace(f"FUNCTION pgdedup.{function}(", f"FUNCTION pgdedup.{new_name}(", 1)
+                       if new_name else statement for statement in found]
     return "\n".join(statements)
 
 

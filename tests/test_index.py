@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 import pgdedup
 from pgdedup import Params, loader, sign_texts
@@ -479,6 +480,23 @@ def test_a_rebuild_that_cannot_have_band_keys_soon_leaves_them_to_the_inserts(co
     assert waited >= 2  # the rebuild's lock_timeout
     assert conn.execute("SELECT count(*) FROM pgdedup.band_keys").fetchone()[0] == 300 * 16
     assert [c[:3] for c in _band_key_constraints(conn)] == [("band_keys_pkey", "p", True)]
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_the_rebuild_gives_the_caller_its_lock_timeout_back(conn, dsn, monkeypatch, held):
+    """rebuild_band_keys waits at most 2 s for each lock, whatever the session's (longer)
+    lock_timeout; whether it rebuilds or gives up, the rest of the caller's transaction runs with
+    the caller's value again (before revision 52, with the 2 s)."""
+    _crash_a_staged_first_load(conn, dsn, monkeypatch)
+    cid = conn.execute("SELECT collection_id FROM pgdedup.collections").fetchone()[0]
+    staged = conn.execute("SELECT count(*) FROM pgdedup.band_keys_staged").fetchone()[0]
+    with psycopg.connect(dsn) as reader, psycopg.connect(make_conninfo(dsn, options="-c lock_timeout=10s")) as caller:
+        if held:
+            reader.execute("SELECT count(*) FROM pgdedup.band_keys")  # holds ACCESS SHARE to its rollback
+        moved = caller.execute("SELECT pgdedup.rebuild_band_keys(%s)", (cid,)).fetchone()[0]
+        assert caller.execute("SHOW lock_timeout").fetchone()[0] == "10s"
+        assert moved == (None if held else staged)
+        caller.rollback()
 
 
 def test_a_staged_first_load_beside_another_collections_staged_keys_inserts_and_spares_them(conn, dsn, monkeypatch):

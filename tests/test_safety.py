@@ -510,6 +510,23 @@ def test_adding_the_column_waits_at_most_the_lock_timeout(conn, dsn, items):
     assert "duplicate_of" not in _columns(conn, "items")
 
 
+@pytest.mark.parametrize("callers", ["0", "200ms", "10s"])
+def test_sql_that_alters_the_table_gives_the_caller_its_lock_timeout_back(conn, dsn, items, callers):
+    """Adding the marking column (mark_duplicates → prepare_mark_column) and the tracking triggers
+    (track) wait at most 5 s for the table when the session sets no lock_timeout; the rest of
+    the caller's transaction runs with the caller's value again. Before revision 52 it ran with
+    5 s: a psql session's marking, and its own statements after it, failed on a row another
+    transaction held longer, where they would have waited."""
+    with psycopg.connect(make_conninfo(dsn, options=f"-c lock_timeout={callers}")) as psql:  # one transaction
+        assert psql.execute("SELECT count(*) FROM pgdedup.mark_duplicates('items')").fetchone()[0] == 1
+        assert "duplicate_of" in _columns(psql, "items")
+        assert psql.execute("SHOW lock_timeout").fetchone()[0] == callers
+        assert psql.execute("SELECT pgdedup.track('items')").fetchone()[0] is True
+        assert psql.execute("SHOW lock_timeout").fetchone()[0] == callers
+    assert conn.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] == 8 * 3
+    assert pgdedup.status("items", dsn=dsn)[0]["tracked"] is True
+
+
 def test_readers_are_not_blocked_while_a_first_dedupe_runs(conn, dsn, items):
     blocker = psycopg.connect(dsn)
     blocker.execute("LOCK TABLE pgdedup.runs IN ACCESS EXCLUSIVE MODE")  # holds dedupe mid-way
