@@ -16,7 +16,7 @@ a caller's connection with ``InvalidArgument``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -64,8 +64,13 @@ def own_dsn(db: Db, operation: str) -> str | None:
 def session(db: Db, application_name: str | None = None, *, autocommit: bool = False) -> Iterator[Session]:
     """A ``Session`` on ``db`` (see the module docstring), with pgdedup's pinned search_path.
 
-    On a caller's connection the search_path is pinned for the duration of the call and put
-    back afterwards; the caller's other settings are left alone.
+    On a caller's connection the call runs in a savepoint of the caller's transaction (or in a
+    transaction of its own on an autocommit connection outside one), so a call that fails has
+    written nothing and leaves the caller's transaction usable; the search_path is pinned for
+    the call, local to the transaction, and put back as it was, the caller's own ``SET LOCAL``
+    included. The caller's other settings are left alone. A SQLAlchemy ``Connection`` that has
+    not begun a transaction is begun first (as SQLAlchemy would on its first statement), so
+    that its ``commit()`` commits what pgdedup wrote.
 
     Raises:
         InvalidArgument: a SQLAlchemy connection that does not use the psycopg (3) driver, or
@@ -81,24 +86,27 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
             yield Session(conn, owned=True, dsn=resolve_dsn(dsn))
         return
     conn = _psycopg_connection(db)
-    old = conn.execute(  # one round trip: the CTE is read before set_config runs
-        "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
-        "SELECT o.old, pg_catalog.set_config('search_path', %s, false) FROM o", (SAFE_SEARCH_PATH,)).fetchone()[0]
-    try:
-        with _call_transaction(conn):
-            yield Session(conn, owned=False)
-    finally:
-        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
-            conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (old,))
+    _begin_sqlalchemy(db, conn)
+    own = conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with conn.transaction() if own else nullcontext():
+        old = conn.execute(  # one round trip: the CTE is read before set_config runs; it begins
+            # the caller's transaction on a connection that is not in autocommit mode
+            "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
+            "SELECT o.old, pg_catalog.set_config('search_path', %s, true) FROM o", (SAFE_SEARCH_PATH,)).fetchone()[0]
+        try:
+            with nullcontext() if own else conn.transaction():  # (a savepoint in the caller's transaction)
+                yield Session(conn, owned=False)
+        finally:
+            if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                conn.execute("SELECT pg_catalog.set_config('search_path', %s, true)", (old,))
 
 
-def _call_transaction(conn: psycopg.Connection) -> AbstractContextManager[object]:
-    """The transaction a call makes on a caller's connection: none inside the caller's own
-    transaction, one for the call on an autocommit connection that is outside one (where every
-    statement would otherwise commit alone, releasing the collection's lock between them)."""
-    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        return conn.transaction()
-    return nullcontext()
+def _begin_sqlalchemy(db: Any, conn: psycopg.Connection) -> None:
+    """Begin a SQLAlchemy ``Connection``'s transaction when it has none: pgdedup's statements go
+    to its DBAPI connection, past SQLAlchemy, which would otherwise not know a transaction is
+    open, and its ``commit()`` would commit nothing (the pool's reset then rolls it back)."""
+    if db is not conn and not conn.autocommit and not db.in_transaction():
+        db.begin()
 
 
 def _engine_url(db: Any) -> str | None:

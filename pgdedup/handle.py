@@ -49,6 +49,9 @@ class CollectionHandle:
             opened = self._stack.enter_context(session(db, f"pgdedup app {name}"))
             #: the connection every call works on: the caller's (never committed here), or our own
             self._conn, self._owned = opened.conn, opened.owned
+            #: what each call works on: our own connection, or the caller's as the caller gave it
+            #: (a SQLAlchemy Connection stays one, so each call can begin its transaction)
+            self._db: Db = self._conn if self._owned else db
             self.settings: Collection = get(self._conn, name)
             self._done()
         if not self._owned:
@@ -62,7 +65,7 @@ class CollectionHandle:
         if self._owned:
             yield self._conn
             return
-        with session(self._conn) as s:
+        with session(self._db) as s:
             yield s.conn
 
     def _done(self) -> None:
@@ -151,7 +154,7 @@ class CollectionHandle:
         return self._command(unmark)
 
     def _command(self, command: Callable[..., T], **options: Any) -> T:
-        result = command(self.name, dsn=self._conn, **options)
+        result = command(self.name, dsn=self._db, **options)
         self._done()
         return result
 

@@ -47,7 +47,7 @@ class Progress:
     @contextmanager
     def server(self, conn: psycopg.Connection) -> Iterator[None]:
         """Relay the server's stage reports on ``conn`` for the block (in its current
-        transaction: the setting is local to it)."""
+        transaction: the setting is local to it, and put back as it was after the block)."""
         if not self.on:
             yield
             return
@@ -57,8 +57,12 @@ class Progress:
                 self.line(diag.message_primary.removeprefix("pgdedup: "))
 
         conn.add_notice_handler(relay)
-        conn.execute("SELECT pg_catalog.set_config('pgdedup.progress', 'on', true)")
+        old = conn.execute(  # (the CTE is read before set_config runs)
+            "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('pgdedup.progress', true) AS old) "
+            "SELECT o.old, pg_catalog.set_config('pgdedup.progress', 'on', true) FROM o").fetchone()[0]
         try:
             yield
         finally:
             conn.remove_notice_handler(relay)
+            if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                conn.execute("SELECT pg_catalog.set_config('pgdedup.progress', %s, true)", (old or "",))

@@ -23,7 +23,10 @@ from .signer import sign_texts
 
 def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate", max_bucket: int = 100,
           dsn: Db = None, progress: bool | None = None) -> Iterator[tuple[str, str, float]]:
-    """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed.
+    """Every pair of rows (key_a, key_b, similarity) at or above the threshold, streamed from
+    pgdedup's own connection. On a caller's connection they are all read before the first is
+    returned, so that between two pairs the connection is the caller's: its search_path, its
+    transaction (a loop left early rolls nothing back).
 
     ``verify="exact"`` re-checks candidates against the source text; similarities are then exact
     (that writes ``pgdedup.exact_pairs``, so it takes the collection's lock). ``verify="auto"``
@@ -48,10 +51,16 @@ def pairs(name: str, *, threshold: float | None = None, verify: str = "estimate"
             guard_source(conn, coll.source, name)  # the checks re-read the source
             with shown.stage(f"candidates checked exactly ({verify})"):
                 (verify_exact if verify == "exact" else check_ambiguous)(conn, coll, threshold, max_bucket)
-        with conn.cursor(name="pgdedup_pairs") as cur, shown.stage("every pair found and sent"):
-            cur.execute("SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)",
-                        (name, threshold, verify, max_bucket))
-            yield from cur
+        query = "SELECT key_a, key_b, similarity FROM pgdedup.pairs(%s, %s, %s, %s)"
+        args = (name, threshold, verify, max_bucket)
+        if s.owned:
+            with conn.cursor(name="pgdedup_pairs") as cur, shown.stage("every pair found and sent"):
+                cur.execute(query, args)
+                yield from cur
+            return
+        with shown.stage("every pair found and sent"):  # all of them before the first (see above)
+            found = conn.execute(query, args).fetchall()
+    yield from found
 
 
 class _NotGiven:

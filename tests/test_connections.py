@@ -111,3 +111,94 @@ def test_a_callers_autocommit_connection_and_a_materialized_view_source(conn, ds
     conn.execute("CREATE MATERIALIZED VIEW items_mv AS SELECT id, title, body FROM items")
     pgdedup.index("items_mv", "id", ["title", "body"], dsn=dsn, progress=False)
     assert pgdedup.dedupe("items_mv", alter=False, dsn=dsn).duplicates == items
+
+
+# What a call leaves on the caller's connection (found by a review of the session's state) -----
+
+def test_a_sqlalchemy_connection_that_has_not_begun_commits_what_pgdedup_wrote(conn, dsn, items):
+    """pgdedup's statements go to the DBAPI connection, past SQLAlchemy: on a Connection that had
+    run nothing yet, SQLAlchemy knew of no transaction, so its commit() committed nothing and
+    the pool's reset rolled the marks (and a handle's added row) back. It is begun first now."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    conn.execute("ALTER TABLE items ADD COLUMN duplicate_of bigint")
+    engine = sa.create_engine(_url(dsn))
+    try:
+        with engine.connect() as app:
+            assert pgdedup.dedupe("items", dsn=app).duplicates == items
+            assert app.in_transaction()
+            app.commit()
+        assert conn.execute("SELECT count(duplicate_of) FROM items").fetchone()[0] == items
+        with engine.connect() as app:
+            coll = pgdedup.collection("items", app)
+            app.commit()  # the handle's set-up read, committed: the next call begins again
+            conn.execute("INSERT INTO items (id, title, body) VALUES (9001, 'a new title', 'a new body of text')")
+            assert coll.add(9001) == 1
+            app.commit()
+        assert conn.execute("SELECT count(*) FROM pgdedup.signatures WHERE row_key = '9001'").fetchone()[0] == 1
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("how", ["SET LOCAL", "SET"])
+def test_the_callers_search_path_comes_back_as_it_was_local_or_not(conn, dsn, items, how):
+    """A pooled session's per-transaction path (``SET LOCAL search_path = tenant``) must end with
+    the transaction: pgdedup put it back with a session-level set, so the next transaction on
+    that connection read the tenant's tables. It pins and restores local to the transaction."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as app:
+        default = app.execute("SHOW search_path").fetchone()[0]
+        app.commit()
+        app.execute(f"{how} search_path = tenant_x, public")
+        assert pgdedup.status("items", dsn=app)[0]["rows_indexed"] > 0
+        pgdedup.collection("items", app).check("some text")
+        assert app.execute("SHOW search_path").fetchone()[0] == "tenant_x, public"
+        app.commit()
+        assert app.execute("SHOW search_path").fetchone()[0] == (default if how == "SET LOCAL" else "tenant_x, public")
+
+
+def test_pairs_on_a_callers_connection_leave_it_to_the_caller_between_pairs(conn, dsn, items):
+    """``pairs`` is a generator: on the caller's connection it held pgdedup's pinned search_path
+    and, on an autocommit connection, the call's own transaction while the caller's loop ran, so
+    the loop's unqualified names failed and leaving it early rolled the loop's writes back."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    conn.execute("CREATE TABLE seen (a text, b text)")
+    with psycopg.connect(dsn, autocommit=True) as app:
+        for a, b, _ in pgdedup.pairs("items", dsn=app):
+            app.execute("INSERT INTO seen VALUES (%s, %s)", (a, b))  # unqualified, autocommitted
+            assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            break
+        assert app.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+    assert conn.execute("SELECT count(*) FROM seen").fetchone()[0] == 1
+
+
+def test_a_refused_call_leaves_the_callers_transaction_usable(conn, dsn, items):
+    """A call on the caller's connection runs in a savepoint: a refusal (here marking a text
+    column, which aborted the caller's transaction) takes back only what the call did."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    conn.execute("CREATE TABLE app_log (x int)")
+    with psycopg.connect(dsn) as app:
+        app.execute("INSERT INTO app_log VALUES (1)")
+        with pytest.raises(pgdedup.UnsafeOperation, match="refusing to mark column"):
+            pgdedup.dedupe("items", column="body", dsn=app)
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        with pytest.raises(pgdedup.InvalidArgument):
+            pgdedup.dedupe("items", keep_order="no_such_column", alter=False, dsn=app)
+        app.execute("INSERT INTO app_log VALUES (2)")
+        app.commit()
+    assert conn.execute("SELECT count(*) FROM app_log").fetchone()[0] == 2
+
+
+def test_progress_leaves_the_callers_transaction_as_it_was(conn, dsn, items, capsys):
+    """``progress=True`` asks the server for stage reports in the call's transaction; the setting
+    is put back after it, so the caller's later pgdedup SQL in that transaction reports nothing."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as app:
+        before = app.execute("SELECT current_setting('pgdedup.progress', true)").fetchone()[0]
+        pgdedup.dedupe("items", alter=False, dsn=app, progress=True)
+        assert "keep-order walk" in capsys.readouterr().err
+        assert app.execute("SELECT coalesce(current_setting('pgdedup.progress', true), '')").fetchone()[0] == (before or "")
+        messages: list[str] = []
+        app.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+        app.execute("SELECT * FROM pgdedup.find_duplicates('items')")
+        assert not [m for m in messages if m.startswith("pgdedup: ")]
+        app.rollback()

@@ -630,6 +630,26 @@ def test_a_tracked_source_renamed_or_dropped(conn, dsn, docs, how):
     assert conn.execute("SELECT count(*) FROM other").fetchone()[0] == 0
 
 
+def test_marking_gives_the_caller_its_own_pgdedup_marking_back(conn, dsn, docs):
+    """A role may keep its own writes out of the tracking queue with ``SET LOCAL pgdedup.marking
+    = on``; pgdedup's marking (and unmark) set it off afterwards, so the rest of that role's
+    transaction was queued. Since revision 53 they put back what the caller had."""
+    pgdedup.dedupe("docs", keep_order="published_at, id", dsn=dsn)
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)  # the catch-up run empties the queue
+    assert _queue(conn) == []
+    ids = [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY id LIMIT 2")]
+    with psycopg.connect(dsn) as app:
+        for call in ("SELECT count(*) FROM pgdedup.mark_duplicates('docs', p_keep_order => 'published_at, id')",
+                     "SELECT pgdedup.unmark('docs')"):
+            app.execute("SET LOCAL pgdedup.marking = on")
+            app.execute(call)
+            assert app.execute("SELECT current_setting('pgdedup.marking')").fetchone()[0] == "on"
+            app.execute("UPDATE docs SET body = body || ' (edited)' WHERE id = %s", (ids.pop(),))
+            app.commit()
+    assert _queue(conn) == []
+
+
 def test_track_waits_for_the_table_at_most_lock_timeout(conn, dsn, docs):
     """CREATE TRIGGER needs the table briefly; behind a writer's open transaction, track gives up
     after lock_timeout (5 s when the session sets none) instead of queueing every later query."""

@@ -414,6 +414,87 @@ def test_the_runtime_role_works_the_living_path(conn, dsn, app):
     assert conn.execute("SELECT count(*) FROM pgdedup.pending").fetchone()[0] == 0
 
 
+def test_add_never_copies_through_a_temp_table_another_role_left_on_the_session(conn, dsn, app, make_role):
+    """A role under pgdedup's row-level security adds rows by COPY into a temp table, then one
+    INSERT. It reused one of that name already on the session: on a session a pool shares
+    between roles, another role's table there, with a trigger that ran with the adding role's
+    rights. Now the table is made for the copy and dropped after it; another role's is refused."""
+    name, app_dsn, texts = app
+    evil, _ = make_role("evil")
+    conn.execute(sql.SQL("GRANT INSERT ON public.docs TO {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA pgdedup TO {0}; GRANT SELECT ON pgdedup.signatures TO {0}")
+                 .format(sql.Identifier(evil)))
+    conn.execute("CREATE TABLE loot (who text)")
+    conn.execute(sql.SQL("GRANT INSERT ON loot TO {}, {}").format(sql.Identifier(evil), sql.Identifier(name)))
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as pooled:  # one server session, two roles in turn
+        pooled.execute(sql.SQL("INSERT INTO public.docs VALUES (9001, %s), (9002, %s)"), (texts[1], texts[2]))
+        pooled.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        assert pgdedup.collection("docs", pooled).add(9001) == 1
+        pooled.commit()
+        assert pooled.execute("SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema() "
+                              "AND relkind = 'r'").fetchone()[0] == 0, "no temp table left after the commit"
+        pooled.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(evil)))
+        pooled.execute("CREATE TEMP TABLE pgdedup_copy_signatures (LIKE pgdedup.signatures)")
+        pooled.execute("CREATE FUNCTION pg_temp.grab() RETURNS trigger LANGUAGE plpgsql AS "
+                       "$$ BEGIN INSERT INTO public.loot VALUES (current_user); RETURN NEW; END $$")
+        pooled.execute("CREATE TRIGGER grab BEFORE INSERT ON pg_temp.pgdedup_copy_signatures "
+                       "FOR EACH ROW EXECUTE FUNCTION pg_temp.grab()")
+        pooled.execute(sql.SQL("GRANT ALL ON pg_temp.pgdedup_copy_signatures TO {}").format(sql.Identifier(name)))
+        pooled.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        with pytest.raises(pgdedup.PgdedupError, match="must be owner of table pgdedup_copy_signatures"):
+            pgdedup.collection("docs", pooled).add(9002)
+        pooled.rollback()
+    assert conn.execute("SELECT count(*) FROM loot").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pgdedup.signatures WHERE row_key = '9002'").fetchone()[0] == 0
+
+
+#: pgdedup's temp relations another role could leave on a session, as views calling a temp
+#: function of that role's (explicitly qualified: the only way pg_temp functions are found).
+_PLANTED = {
+    "pgdedup_fixed": "SELECT NULL::bigint AS row_id, NULL::text AS row_key, pg_temp.spy() AS text_hash, NULL::bigint AS rnk",
+    # a view computes the transaction_timestamp() its marker is compared with at each read
+    "pgdedup_estimated_for": "SELECT pg_temp.spy()::integer AS collection_id, 100 AS max_bucket, NULL::text AS keep_order, "
+                             "0::bigint AS index_version, NULL::bigint AS change_seq, transaction_timestamp() AS started",
+}
+
+
+@pytest.mark.parametrize("planted", sorted(_PLANTED))
+@pytest.mark.parametrize("call", ["find_duplicates", "update_duplicates"])
+def test_a_dedupe_refuses_a_session_with_another_roles_pgdedup_temp_relations(conn, dsn, make_role, planted, call):
+    """A session a pool shares between roles: one leaves a temp view named like pgdedup's state.
+    walk() made pg_temp.pgdedup_fixed only IF NOT EXISTS (the view was read, its function run
+    with the rights of the superuser who deduped next), and an auto run's marker was trusted by
+    its content. Since revision 53 pgdedup refuses the session (PD006), running nothing of it."""
+    evil, _ = make_role("evil", "NOLOGIN")
+    pgdedup.migrate(dsn)
+    _docs(conn, "docs", seed=33)
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    conn.execute("CREATE TABLE loot (who text)")
+    conn.execute(sql.SQL("GRANT INSERT ON loot TO {}").format(sql.Identifier(evil)))
+    with psycopg.connect(dsn) as pooled:
+        pooled.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(evil)))
+        pooled.execute("CREATE FUNCTION pg_temp.spy() RETURNS bigint LANGUAGE sql VOLATILE AS "
+                       "$$ INSERT INTO public.loot SELECT current_user RETURNING 1::bigint $$")
+        pooled.execute(sql.SQL("CREATE TEMP VIEW {} AS " + _PLANTED[planted]).format(sql.Identifier(planted)))
+        pooled.execute("RESET ROLE")
+        pooled.commit()
+        statement = {"find_duplicates": "SELECT * FROM pgdedup.find_duplicates('docs')",
+                     "update_duplicates": "SELECT * FROM pgdedup.update_duplicates('docs', false, p_verify => 'auto', "
+                                          "p_full => true)"}[call]
+        with pytest.raises(psycopg.Error, match=f"will not work on this session: pg_temp.{planted}") as raised:
+            pooled.execute(statement)
+        assert raised.value.sqlstate == "PD006"
+        pooled.rollback()
+        with pytest.raises(pgdedup.UnsafeOperation, match="DISCARD TEMP"):
+            pgdedup.dedupe("docs", alter=False, dsn=pooled)
+        pooled.rollback()
+        pooled.execute("DISCARD TEMP")  # what the hint says: then the session works again
+        assert pgdedup.dedupe("docs", alter=False, dsn=pooled).kind == "full"
+        pooled.commit()
+    assert conn.execute("SELECT count(*) FROM loot").fetchone()[0] == 0
+
+
 def test_a_runtime_role_goes_on_from_the_step_that_needed_checks(conn, dsn, make_role, capfd):
     """A role without CREATE that does not own the table runs an incremental auto dedupe that
     stops at a closure step for exact checks and goes on from it (revisions 39-40: temp tables
