@@ -16,11 +16,12 @@ a caller's connection with ``InvalidArgument``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Union
 
 import psycopg
+from psycopg import sql
 
 from .db import SAFE_SEARCH_PATH, connect, resolve_dsn
 from .errors import InvalidArgument
@@ -87,18 +88,46 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
         return
     conn = _psycopg_connection(db)
     _begin_sqlalchemy(db, conn)
-    own = conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    with conn.transaction() if own else nullcontext():
-        old = conn.execute(  # one round trip: the CTE is read before set_config runs; it begins
-            # the caller's transaction on a connection that is not in autocommit mode
-            "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
-            "SELECT o.old, pg_catalog.set_config('search_path', %s, true) FROM o", (SAFE_SEARCH_PATH,)).fetchone()[0]
-        try:
-            with nullcontext() if own else conn.transaction():  # (a savepoint in the caller's transaction)
-                yield Session(conn, owned=False)
-        finally:
-            if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-                conn.execute("SELECT pg_catalog.set_config('search_path', %s, true)", (old,))
+    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        with conn.transaction():  # the call's own: its local pin ends with it
+            conn.execute(_PIN)
+            yield Session(conn, owned=False)
+        return
+    # one round trip in, one out (a handle's check on the caller's connection: three in all)
+    old = conn.execute(_PIN + sql.SQL("; SAVEPOINT pgdedup_call")).fetchone()[0]
+    restore = sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(sql.Literal(old))
+    try:
+        yield Session(conn, owned=False)
+    except BaseException:
+        with suppress(psycopg.Error):  # (a broken connection: the error that broke it is the one to see)
+            conn.execute(sql.SQL("ROLLBACK TO SAVEPOINT pgdedup_call; RELEASE SAVEPOINT pgdedup_call; ") + restore)
+        raise
+    conn.execute(restore + sql.SQL("; RELEASE SAVEPOINT pgdedup_call"))
+
+
+#: The caller's search_path (read before set_config runs: the CTE), and pgdedup's pinned for the
+#: rest of the transaction; it begins the caller's transaction on a connection that is not in
+#: autocommit mode.
+_PIN = sql.SQL("WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
+               "SELECT o.old, pg_catalog.set_config('search_path', {}, true) FROM o").format(sql.Literal(SAFE_SEARCH_PATH))
+
+
+def idle_connection(db: Db) -> bool:
+    """Whether ``db`` is a caller's connection with no transaction open that a call would begin
+    (not in autocommit mode: there a call makes and ends a transaction of its own)."""
+    if db is None or isinstance(db, str) or _engine_url(db) is not None:
+        return False
+    conn = _psycopg_connection(db)
+    if conn.autocommit:
+        return False
+    return not db.in_transaction() if db is not conn else conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def end_read(db: Db) -> None:
+    """Roll back the transaction a read-only call began on an ``idle_connection``, leaving it as
+    the caller had it (a SQLAlchemy Connection not begun, so its own ``begin()`` works)."""
+    conn = _psycopg_connection(db)
+    (db if db is not conn else conn).rollback()
 
 
 def _begin_sqlalchemy(db: Any, conn: psycopg.Connection) -> None:

@@ -105,17 +105,16 @@ def copy_into(conn: psycopg.Connection, table: str, columns: Sequence[str],
     Why the detour: PostgreSQL refuses ``COPY FROM`` into a table whose row-level security
     applies to the current role (pgdedup's tables have policies; their owner is exempt). For such
     a role the rows are copied into a temp table and moved with one INSERT, which the policies
-    check; for the owner it is a plain COPY. The temp table is made for the copy and dropped
-    after it: one of that name already in the session is dropped first, or, if another role
-    made it (a session a pool shares between roles), refused by PostgreSQL (only its owner may
-    drop it), never written into: a trigger on it would run with this role's rights.
+    check; for the owner it is a plain COPY. The temp table is made for the copy, under a name
+    no one can foresee, and dropped after it: a table of a foreseeable name that another role
+    left on the session (a pool shared between roles) could have a trigger, which would run with
+    this role's rights.
     """
     target = sql.SQL("pgdedup.{}").format(sql.Identifier(table))
     direct = not conn.execute("SELECT pg_catalog.row_security_active(%s)", (f"pgdedup.{table}",)).fetchone()[0]
-    staging = sql.Identifier(f"pgdedup_copy_{table}")
+    staging = sql.Identifier(f"pgdedup_copy_{table}_{uuid.uuid4().hex}")
     if not direct:
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS pg_temp.{s}; CREATE TEMP TABLE {s} (LIKE {t}) ON COMMIT DROP")
-                     .format(s=staging, t=target))
+        conn.execute(sql.SQL("CREATE TEMP TABLE {s} (LIKE {t}) ON COMMIT DROP").format(s=staging, t=target))
     cols = sql.SQL(", ").join(map(sql.Identifier, columns))
     into = target if direct else sql.SQL("pg_temp.{}").format(staging)
     fmt = sql.SQL(" (FORMAT BINARY)" if binary else "")

@@ -26,7 +26,7 @@ import psycopg
 
 from . import tracking
 from .collections import Collection, get
-from .connection import Db, session
+from .connection import Db, end_read, idle_connection, session
 from .db import guard_source
 from .dedupe import DedupeResult, dedupe
 from .explain import Explanation, explain
@@ -45,6 +45,7 @@ class CollectionHandle:
 
     def __init__(self, name: str, db: Db = None) -> None:
         self._stack = ExitStack()
+        idle = idle_connection(db)  # (then the settings' read is not left open in a transaction)
         with translated():
             opened = self._stack.enter_context(session(db, f"pgdedup app {name}"))
             #: the connection every call works on: the caller's (never committed here), or our own
@@ -56,6 +57,8 @@ class CollectionHandle:
             self._done()
         if not self._owned:
             self._stack.close()  # the caller's search_path back now; each call pins it again
+            if idle:
+                end_read(db)
         self.name = name
 
     @contextmanager

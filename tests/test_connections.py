@@ -202,3 +202,22 @@ def test_progress_leaves_the_callers_transaction_as_it_was(conn, dsn, items, cap
         app.execute("SELECT * FROM pgdedup.find_duplicates('items')")
         assert not [m for m in messages if m.startswith("pgdedup: ")]
         app.rollback()
+
+
+def test_a_handle_leaves_a_connection_without_a_transaction_as_it_found_it(conn, dsn, items):
+    """Loading a handle's settings is a read: on a connection with no transaction open it does
+    not leave one (a SQLAlchemy Connection begun by it made the app's own ``begin()`` raise; a
+    psycopg one sat idle in transaction)."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    engine = sa.create_engine(_url(dsn))
+    try:
+        with engine.connect() as app:
+            coll = pgdedup.collection("items", app)
+            assert not app.in_transaction()
+            with app.begin():
+                assert coll.check("some text") is not None
+    finally:
+        engine.dispose()
+    with psycopg.connect(dsn) as app:
+        pgdedup.collection("items", app)
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
