@@ -93,16 +93,30 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
             conn.execute(_PIN)
             yield Session(conn, owned=False)
         return
-    # one round trip in, one out (a handle's check on the caller's connection: three in all)
-    old = conn.execute(_PIN + sql.SQL("; SAVEPOINT pgdedup_call")).fetchone()[0]
-    restore = sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(sql.Literal(old))
+    # one round trip in, one out (a handle's check on the caller's connection: three in all); the
+    # pin inside the savepoint, so that a call failing from its first statement on is rolled back
+    old = _in_one_round_trip(conn, sql.SQL("SAVEPOINT pgdedup_call"), _PIN).fetchone()[0]
     try:
         yield Session(conn, owned=False)
     except BaseException:
         with suppress(psycopg.Error):  # (a broken connection: the error that broke it is the one to see)
-            conn.execute(sql.SQL("ROLLBACK TO SAVEPOINT pgdedup_call; RELEASE SAVEPOINT pgdedup_call; ") + restore)
+            _in_one_round_trip(conn, sql.SQL("ROLLBACK TO SAVEPOINT pgdedup_call"),
+                               sql.SQL("RELEASE SAVEPOINT pgdedup_call"))  # the pin with the rest
         raise
-    conn.execute(restore + sql.SQL("; RELEASE SAVEPOINT pgdedup_call"))
+    _in_one_round_trip(conn, sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(sql.Literal(old)),
+                       sql.SQL("RELEASE SAVEPOINT pgdedup_call"))
+
+
+def _in_one_round_trip(conn: psycopg.Connection, *statements: sql.Composable) -> psycopg.Cursor:
+    """Run ``statements`` in order, in one round trip, and return the cursor of the last one: as one
+    query of several statements, or, in pipeline mode (which refuses those, and batches anyway),
+    one after another."""
+    if conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+        return [conn.execute(statement) for statement in statements][-1]
+    cursor = conn.execute(sql.SQL("; ").join(statements))
+    while cursor.nextset():
+        pass
+    return cursor
 
 
 #: The caller's search_path (read before set_config runs: the CTE), and pgdedup's pinned for the

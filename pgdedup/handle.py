@@ -46,18 +46,20 @@ class CollectionHandle:
     def __init__(self, name: str, db: Db = None) -> None:
         self._stack = ExitStack()
         idle = idle_connection(db)  # (then the settings' read is not left open in a transaction)
-        with translated():
-            opened = self._stack.enter_context(session(db, f"pgdedup app {name}"))
-            #: the connection every call works on: the caller's (never committed here), or our own
-            self._conn, self._owned = opened.conn, opened.owned
-            #: what each call works on: our own connection, or the caller's as the caller gave it
-            #: (a SQLAlchemy Connection stays one, so each call can begin its transaction)
-            self._db: Db = self._conn if self._owned else db
-            self.settings: Collection = get(self._conn, name)
-            self._done()
-        if not self._owned:
-            self._stack.close()  # the caller's search_path back now; each call pins it again
-            if idle:
+        try:
+            with translated(), ExitStack() as setup:  # closed here unless the connection is our own
+                opened = setup.enter_context(session(db, f"pgdedup app {name}"))
+                #: the connection every call works on: the caller's (never committed here), or our own
+                self._conn, self._owned = opened.conn, opened.owned
+                #: what each call works on: our own connection, or the caller's as the caller gave it
+                #: (a SQLAlchemy Connection stays one, so each call can begin its transaction)
+                self._db: Db = self._conn if self._owned else db
+                self.settings: Collection = get(self._conn, name)
+                self._done()
+                if self._owned:
+                    self._stack = setup.pop_all()
+        finally:
+            if idle:  # the caller's search_path is back (each call pins it again); the read ends
                 end_read(db)
         self.name = name
 

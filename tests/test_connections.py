@@ -221,3 +221,43 @@ def test_a_handle_leaves_a_connection_without_a_transaction_as_it_found_it(conn,
     with psycopg.connect(dsn) as app:
         pgdedup.collection("items", app)
         assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def test_a_handle_that_fails_to_load_leaves_the_callers_connection_as_it_was(conn, dsn, items):
+    """A handle for a missing collection raises; the caller's connection is as it was at once
+    (its search_path, no open savepoint, no transaction left begun), so what the caller writes
+    next is kept. The session was left open until the failed handle was collected, whose
+    clean-up then rolled the caller's writes in between back."""
+    conn.execute("CREATE TABLE audit (what text)")
+    with psycopg.connect(dsn) as app:
+        with pytest.raises(pgdedup.CollectionNotFound) as raised:
+            pgdedup.collection("no_such_collection", app)
+        assert app.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        app.execute("INSERT INTO audit VALUES ('not found')")  # unqualified: the caller's path
+        app.commit()
+        del raised
+    assert conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 1
+    engine = sa.create_engine(_url(dsn))
+    try:
+        with engine.connect() as app:
+            with pytest.raises(pgdedup.CollectionNotFound):
+                pgdedup.collection("no_such_collection", app)
+            assert not app.in_transaction()
+    finally:
+        engine.dispose()
+
+
+def test_calls_on_a_connection_in_pipeline_mode(conn, dsn, items):
+    """Pipeline mode refuses a query of several statements; the call's savepoint, pin and restore
+    then go one by one (they are batched anyway), and the caller's pipeline goes on."""
+    pgdedup.index("items", "id", ["title", "body"], dsn=dsn, progress=False)
+    conn.execute("CREATE TABLE audit (what text)")
+    with psycopg.connect(dsn) as app:
+        coll = pgdedup.collection("items", app)
+        with app.pipeline():
+            app.execute("INSERT INTO audit VALUES ('before')")
+            assert coll.check("some text about nothing in particular") == []
+            assert pgdedup.similar("items", text="some other text", dsn=app) == []
+            app.execute("INSERT INTO audit VALUES ('after')")
+        app.commit()
+    assert conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 2

@@ -517,6 +517,25 @@ def test_pgdedups_own_temp_tables_of_a_role_that_may_act_as_the_next_are_trusted
         session.execute(find)  # the runtime role's tables went with its transaction
 
 
+def test_a_member_that_may_not_set_role_is_not_trusted(conn, dsn, app, make_role):
+    """From PostgreSQL 16 on a role may be a member of another without its rights or SET ROLE
+    (WITH INHERIT FALSE, SET FALSE): its temp tables are not trusted (revision 55 trusted any
+    member: a planted table's row-level policy ran its function as the next role)."""
+    if conn.info.server_version < 160000:
+        pytest.skip("PostgreSQL 16+: before it, every member may SET ROLE")
+    name, _, _ = app
+    member, _ = make_role("member", "NOLOGIN")
+    conn.execute(sql.SQL("GRANT {} TO {} WITH INHERIT FALSE, SET FALSE").format(sql.Identifier(name), sql.Identifier(member)))
+    pgdedup.index("docs", "id", ["body"], dsn=dsn, progress=False)
+    with psycopg.connect(dsn) as session:
+        session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(member)))
+        session.execute("CREATE TEMP TABLE pgdedup_estimated_for (x int)")
+        session.execute("RESET ROLE")
+        session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        with pytest.raises(psycopg.Error, match=f"of role {member}, which may not act as role {name}"):
+            session.execute("SELECT count(*) FROM pgdedup.find_duplicates('docs')")
+
+
 def test_a_runtime_role_goes_on_from_the_step_that_needed_checks(conn, dsn, make_role, capfd):
     """A role without CREATE that does not own the table runs an incremental auto dedupe that
     stops at a closure step for exact checks and goes on from it (revisions 39-40: temp tables
