@@ -89,7 +89,9 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
     conn = _psycopg_connection(db)
     _begin_sqlalchemy(db, conn)
     if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        with conn.transaction():  # the call's own: its local pin ends with it
+        # the call's own transaction (alone, each statement would commit, releasing the collection's
+        # lock between them); its local pin ends with it
+        with conn.transaction():
             conn.execute(_PIN)
             yield Session(conn, owned=False)
         return
@@ -120,8 +122,8 @@ def _in_one_round_trip(conn: psycopg.Connection, *statements: sql.Composable) ->
 
 
 #: The caller's search_path (read before set_config runs: the CTE), and pgdedup's pinned for the
-#: rest of the transaction; it begins the caller's transaction on a connection that is not in
-#: autocommit mode.
+#: rest of the transaction (on a connection not in autocommit mode, psycopg begins the caller's
+#: transaction before the first statement).
 _PIN = sql.SQL("WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
                "SELECT o.old, pg_catalog.set_config('search_path', {}, true) FROM o").format(sql.Literal(SAFE_SEARCH_PATH))
 
