@@ -23,7 +23,7 @@ from typing import Any, Union
 import psycopg
 from psycopg import sql
 
-from .db import SAFE_SEARCH_PATH, connect, resolve_dsn
+from .db import SAFE_SEARCH_PATH, connect, put_back_setting, resolve_dsn, swap_setting
 from .errors import InvalidArgument
 
 #: What the API accepts wherever it says ``dsn``.
@@ -92,12 +92,14 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
         # the call's own transaction (alone, each statement would commit, releasing the collection's
         # lock between them); its local pin ends with it
         with conn.transaction():
-            conn.execute(_PIN)
+            conn.execute(swap_setting("search_path", SAFE_SEARCH_PATH))
             yield Session(conn, owned=False)
         return
     # one round trip in, one out (a handle's check on the caller's connection: three in all); the
     # pin inside the savepoint, so that a call failing from its first statement on is rolled back
-    old = _in_one_round_trip(conn, sql.SQL("SAVEPOINT pgdedup_call"), _PIN).fetchone()[0]
+    # (on a connection not in autocommit mode, psycopg begins the caller's transaction first)
+    old = _in_one_round_trip(conn, sql.SQL("SAVEPOINT pgdedup_call"),
+                             swap_setting("search_path", SAFE_SEARCH_PATH)).fetchone()[0]
     try:
         yield Session(conn, owned=False)
     except BaseException:
@@ -105,8 +107,7 @@ def session(db: Db, application_name: str | None = None, *, autocommit: bool = F
             _in_one_round_trip(conn, sql.SQL("ROLLBACK TO SAVEPOINT pgdedup_call"),
                                sql.SQL("RELEASE SAVEPOINT pgdedup_call"))  # the pin with the rest
         raise
-    _in_one_round_trip(conn, sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(sql.Literal(old)),
-                       sql.SQL("RELEASE SAVEPOINT pgdedup_call"))
+    _in_one_round_trip(conn, put_back_setting("search_path", old), sql.SQL("RELEASE SAVEPOINT pgdedup_call"))
 
 
 def _in_one_round_trip(conn: psycopg.Connection, *statements: sql.Composable) -> psycopg.Cursor:
@@ -119,13 +120,6 @@ def _in_one_round_trip(conn: psycopg.Connection, *statements: sql.Composable) ->
     while cursor.nextset():
         pass
     return cursor
-
-
-#: The caller's search_path (read before set_config runs: the CTE), and pgdedup's pinned for the
-#: rest of the transaction (on a connection not in autocommit mode, psycopg begins the caller's
-#: transaction before the first statement).
-_PIN = sql.SQL("WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('search_path') AS old) "
-               "SELECT o.old, pg_catalog.set_config('search_path', {}, true) FROM o").format(sql.Literal(SAFE_SEARCH_PATH))
 
 
 def idle_connection(db: Db) -> bool:

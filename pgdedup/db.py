@@ -29,6 +29,21 @@ CLIENT_CHECK_INTERVAL = "2s"
 _user_schemas: "weakref.WeakKeyDictionary[psycopg.Connection, list[str]]" = weakref.WeakKeyDictionary()
 
 
+def swap_setting(name: str, value: str) -> sql.Composed:
+    """One statement that returns setting ``name`` as it is (None where never defined) and sets
+    it to ``value`` for the rest of the transaction (the CTE is read before set_config runs):
+    pgdedup's settings on a caller's connection, put back with ``put_back_setting``."""
+    return sql.SQL("WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting({n}, true) AS old) "
+                   "SELECT o.old, pg_catalog.set_config({n}, {v}, true) FROM o").format(n=sql.Literal(name),
+                                                                                     v=sql.Literal(value))
+
+
+def put_back_setting(name: str, old: str | None) -> sql.Composed:
+    """The statement that gives setting ``name`` back the value ``swap_setting`` returned, for
+    the rest of the transaction (the caller's session value comes back with its end)."""
+    return sql.SQL("SELECT pg_catalog.set_config({}, {}, true)").format(sql.Literal(name), sql.Literal(old or ""))
+
+
 def resolve_dsn(dsn: str | None = None) -> str:
     """``dsn`` if given, else ``DATABASE_URL``, else "" (libpq then reads the PG* environment).
 

@@ -17,6 +17,8 @@ import psycopg
 from psycopg.errors import Diagnostic
 from tqdm import tqdm
 
+from .db import put_back_setting, swap_setting
+
 
 class Bar(tqdm):  # type: ignore[type-arg]
     """A tqdm progress bar without tqdm's monitor thread (it only re-tunes how often a bar
@@ -57,12 +59,10 @@ class Progress:
                 self.line(diag.message_primary.removeprefix("pgdedup: "))
 
         conn.add_notice_handler(relay)
-        old = conn.execute(  # (the CTE is read before set_config runs)
-            "WITH o AS MATERIALIZED (SELECT pg_catalog.current_setting('pgdedup.progress', true) AS old) "
-            "SELECT o.old, pg_catalog.set_config('pgdedup.progress', 'on', true) FROM o").fetchone()[0]
+        old = conn.execute(swap_setting("pgdedup.progress", "on")).fetchone()[0]
         try:
             yield
         finally:
             conn.remove_notice_handler(relay)
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-                conn.execute("SELECT pg_catalog.set_config('pgdedup.progress', %s, true)", (old or "",))
+                conn.execute(put_back_setting("pgdedup.progress", old))
