@@ -11,6 +11,7 @@ from typing import Any
 
 from . import schema, statistics
 import psycopg
+from psycopg.rows import dict_row
 
 from .collections import Collection, get
 from .connection import Db, session
@@ -129,10 +130,11 @@ def status(name: str | None = None, *, dsn: Db = None) -> list[dict[str, Any]]:
             get(conn, name)  # a clear error for a missing collection, or no schema at all
         elif schema.check_revision(conn) is None:
             return []
-        with conn.cursor() as cur:
+        # dict_row names the columns when the rows arrive (cur.description is None until then
+        # in pipeline mode)
+        with conn.cursor(row_factory=dict_row) as cur:
             cur.execute("SELECT * FROM pgdedup.status WHERE %s::text IS NULL OR name = %s ORDER BY name", (name, name))
-            cols = [d.name for d in cur.description]
-            return [dict(zip(cols, row)) for row in cur]
+            return cur.fetchall()
 
 
 def candidate_similarities(name: str, *, dsn: Db = None) -> list[float]:

@@ -258,6 +258,8 @@ def test_calls_on_a_connection_in_pipeline_mode(conn, dsn, items):
             app.execute("INSERT INTO audit VALUES ('before')")
             assert coll.check("some text about nothing in particular") == []
             assert pgdedup.similar("items", text="some other text", dsn=app) == []
+            # status names its columns from the rows (no cursor description in a pipeline)
+            assert pgdedup.status("items", dsn=app)[0]["name"] == coll.status()["name"] == "items"
             app.execute("INSERT INTO audit VALUES ('after')")
         app.commit()
     assert conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 2
