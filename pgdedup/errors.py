@@ -75,10 +75,14 @@ _BY_SQLSTATE: dict[str, type[PgdedupError]] = {
 
 
 def message_of(exc: BaseException) -> str:
-    """The first line of a database error's primary message (or of ``str(exc)``)."""
+    """The first line of a database error's primary message (or of ``str(exc)``), with the first
+    line of its detail for an error whose message does not name what to do: a dependency
+    ("cannot drop view … because other objects depend on it": the detail names them)."""
     diag = getattr(exc, "diag", None)
     text = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    if diag is not None and diag.sqlstate == "2BP01" and diag.message_detail:
+        first += f" ({diag.message_detail.strip().splitlines()[0]})"
     return first.removeprefix("pgdedup: ")
 
 

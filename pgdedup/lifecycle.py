@@ -20,18 +20,26 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
     of the user's table, and dropping a column is a schema change for the application to make).
     Returns the number of rows (signatures) forgotten. A tracked collection's triggers are
     removed first, in a short transaction of their own: ``DROP TRIGGER`` holds the table's
-    ACCESS EXCLUSIVE lock until commit, and forgetting a large collection takes a while; if the
-    drop then fails, tracking is started again before the error is raised.
+    ACCESS EXCLUSIVE lock until commit, and forgetting a large collection takes a while. What
+    the drop refuses (an object that depends on the collection's view; with ``unmark``, a
+    marking column that is not where pgdedup marked) is checked before that transaction; if the
+    drop fails anyway, tracking is started again before the error is raised.
 
     Raises:
         CollectionNotFound: no such collection.
         CollectionBusy: another run (index, dedupe, ...) holds the collection.
         UnsafeOperation: ``unmark`` and reading the marking column (or the key) could run
-            another role's code (``db.check_source``); or the column is not pgdedup's.
+            another role's code (``db.check_source``); or the column is not pgdedup's, or
+            pgdedup's marks are in a column renamed since.
+        SourceMissing: ``unmark`` and the source table was renamed (its marks stay there).
+        psycopg.errors.DependentObjectsStillExist: an object depends on the collection's view.
     """
     with translated(), session(dsn, f"pgdedup drop {name}") as s:
         untracked = get(s.conn, name).tracked and s.owned  # (on a caller's connection: one transaction anyway)
         if untracked:  # DROP TRIGGER locks the table (ACCESS EXCLUSIVE) to commit: a moment only
+            # what the drop would refuse (a view on the collection's view, unmark's checks) is
+            # refused here, before tracking stops: tracking started again queues "compare every row"
+            s.conn.execute("SELECT pgdedup.check_drop(%s, %s)", (name, unmark))
             s.conn.execute("SELECT pgdedup.track(%s, false)", (name,))
             s.commit()
         try:
@@ -56,7 +64,9 @@ def unmark(name: str, *, dsn: Db = None) -> int:
         CollectionNotFound: no such collection.
         CollectionBusy: another run holds the collection.
         UnsafeOperation: reading the marking column (or the key) could run another role's code
-            (``db.check_source``), or the column is not the one pgdedup marked.
+            (``db.check_source``), or the column is not the one pgdedup marked, or pgdedup's
+            marks are in a column renamed since.
+        SourceMissing: the source table was renamed (the marks stay in it: nothing is cleared).
     """
     with translated(), session(dsn, f"pgdedup unmark {name}") as s:
         get(s.conn, name)

@@ -347,6 +347,24 @@ def test_a_failed_drop_leaves_the_collection_tracked(conn, dsn, docs):
     conn.commit()
 
 
+def test_a_drop_refused_for_a_view_on_its_view_changes_nothing(conn, dsn, docs):
+    """A view of the user's on the collection's view makes the drop fail: checked before the
+    triggers go, so tracking stays as it was (stopped and started again, it queued "compare every
+    row" and made the next dedupe full), and the error names the dependent view."""
+    pgdedup.track("docs", dsn=dsn)
+    pgdedup.index("docs", dsn=dsn, progress=False)
+    pgdedup.dedupe("docs", alter=False, dsn=dsn)
+    conn.execute("CREATE VIEW public.report_v AS SELECT * FROM pgdedup.docs_duplicates")
+    conn.commit()
+    one_line_error(cli("drop", "docs", "--dsn", dsn), "other objects depend on it", "view public.report_v")
+    assert _queue(conn) == [] and pgdedup.status("docs", dsn=dsn)[0]["tracked"]
+    assert pgdedup.dedupe("docs", alter=False, dsn=dsn).kind == "incremental"
+    conn.execute("DROP VIEW public.report_v")
+    conn.commit()
+    pgdedup.drop("docs", dsn=dsn)
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone()[0] == 0
+
+
 def test_pending_rows_are_visible_until_deduped(conn, dsn, docs):
     pgdedup.track("docs", dsn=dsn)
     pgdedup.index("docs", dsn=dsn, progress=False)

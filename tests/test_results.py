@@ -225,6 +225,27 @@ def test_unmark_clears_the_column_and_dedupe_fills_it_again(conn, dsn, items):
     assert _column_count(conn) == 12
 
 
+def test_unmark_names_a_renamed_marking_column_and_clears_nothing(conn, dsn, items):
+    """The marking column renamed and another made under its name: unmark refuses, naming the
+    column that holds the marks (it said the new, empty column "holds values pgdedup did not
+    write"); the same column renamed back is cleared."""
+    pgdedup.dedupe("items", dsn=dsn)
+    conn.execute("ALTER TABLE items RENAME COLUMN duplicate_of TO duplicate_of_old")
+    for add in (False, True):  # the name left empty, then taken by a new column
+        if add:
+            conn.execute("ALTER TABLE items ADD COLUMN duplicate_of integer")
+        conn.commit()
+        before = _table_digest(conn)
+        for command in (("unmark", "items"), ("drop", "items", "--unmark")):
+            one_line_error(cli(*command, "--dsn", dsn), "public.items.duplicate_of_old", "nothing was changed")
+        assert _table_digest(conn) == before
+        assert conn.execute("SELECT count(duplicate_of_old) FROM items").fetchone()[0] == 12
+    conn.execute("ALTER TABLE items DROP COLUMN duplicate_of")
+    conn.execute("ALTER TABLE items RENAME COLUMN duplicate_of_old TO duplicate_of")
+    conn.commit()
+    assert pgdedup.unmark("items", dsn=dsn) == 12 and _column_count(conn) == 0
+
+
 def test_drop_and_unmark_in_sql(conn, dsn, items):
     pgdedup.dedupe("items", dsn=dsn)
     assert one_value(conn, "SELECT pgdedup.unmark('items')") == 12
@@ -251,6 +272,11 @@ def test_a_renamed_source_is_reported_and_the_collection_can_be_dropped(conn, ds
     assert _status(dsn)["source_missing"] is True
     assert "SOURCE public.items IS GONE" in cli("status", "--dsn", dsn).stdout
     one_line_error(cli("dedupe", "items", "--dsn", dsn), "public.items", "does not exist", "`pgdedup drop items`")
-    assert pgdedup.drop("items", unmark=True, dsn=dsn) == len(items[0])
-    assert conn.execute("SELECT count(duplicate_of) FROM items_v2").fetchone()[0] == 12, \
-        "unmark cannot follow a renamed table: the marks stay"
+    # unmark does not clear a table it no longer knows by name, and says where the marks are
+    # (before revision 57 it cleared nothing and said "0 marks cleared"; drop --unmark forgot them)
+    one_line_error(cli("unmark", "items", "--dsn", dsn), "public.items_v2.duplicate_of", "not cleared")
+    with pytest.raises(pgdedup.SourceMissing, match="items_v2"):
+        pgdedup.drop("items", unmark=True, dsn=dsn)
+    assert _status(dsn)["rows_indexed"] == len(items[0]), "the refused drop forgot nothing"
+    assert pgdedup.drop("items", dsn=dsn) == len(items[0])
+    assert conn.execute("SELECT count(duplicate_of) FROM items_v2").fetchone()[0] == 12, "the marks stay"

@@ -183,6 +183,21 @@ def test_the_keep_order_may_not_name_the_marking_column(conn, dsn, items):
         one_line_error(cli("dedupe", "items", "--keep-order", bad, "--dsn", dsn), message)
 
 
+@pytest.mark.parametrize("kind", ["json", "point", "xml"])
+def test_a_keep_order_that_cannot_be_sorted_is_refused_before_any_write(conn, dsn, items, kind):
+    """Such a column passed the keep order's check; dedupe then added and committed the marking
+    column, and failed in the decision's ORDER BY with PostgreSQL's own message."""
+    conn.execute(f"ALTER TABLE items ADD COLUMN meta {kind}")
+    conn.commit()
+    one_line_error(cli("dedupe", "items", "--keep-order", "meta, id", "--dsn", dsn),
+                   f'keep order column "meta" is of type {kind}, which cannot be sorted')
+    assert "duplicate_of" not in _columns(conn, "items")
+    assert pgdedup.status("items", dsn=dsn)[0]["mark_column"] is None
+    with pytest.raises(psycopg.Error, match="cannot be sorted"):
+        conn.execute("SELECT pgdedup.mark_duplicates('items', p_keep_order => 'meta')")
+    conn.rollback()
+
+
 WRITERS = {
     "reindex": ("index", "items", "--key", "id", "--text", "title", "--text", "body", "--reindex",
                 "--no-progress"),
