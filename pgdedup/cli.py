@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     _threshold(p, "default: the collection's")
     p.add_argument("--keep-order", metavar="ORDER", help='which row of a group is kept: "ORDER BY" list of '
                    'source columns, e.g. "published_at, feed_item_id" (default: the key)')
-    p.add_argument("--column", default="duplicate_of", help="column to add/fill in the source table")
+    p.add_argument("--column", help="column to add/fill in the source table (default duplicate_of; "
+                                    "not with --no-alter)")
     p.add_argument("--no-alter", action="store_true",
                    help="leave the source table alone: write pgdedup.duplicates and a view pgdedup.\"NAME_duplicates\"")
     _max_bucket(p)
@@ -152,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     p.add_argument("key_a", metavar="KEY_A")
     p.add_argument("key_b", metavar="KEY_B")
+    _max_bucket(p)
     p.add_argument("--json", action="store_true", help="JSON output")
     _add_dsn(p)
 
@@ -198,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     _threshold(p, "default: the collection's")
     p.add_argument("--keep-order", metavar="ORDER", help="as for dedupe")
-    p.add_argument("--column", default="duplicate_of", help="as for dedupe")
+    p.add_argument("--column", help="as for dedupe")
     p.add_argument("--no-alter", action="store_true", help="as for dedupe")
     _max_bucket(p)
     _add_dsn(p)
@@ -281,20 +283,22 @@ def _watch(args: argparse.Namespace) -> None:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    watch(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
+    watch(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column or "duplicate_of",
           alter=not args.no_alter, max_bucket=args.max_bucket, dsn=args.dsn, stop=stop,
           log=lambda line: print(line, flush=True))
 
 
 def _print_tune(args: argparse.Namespace) -> None:
     report = tune(args.threshold, args.num_perm, args.fp_weight, args.band_threshold)
+    # everything that can fail (the collection, the plot's file) before anything is printed
+    sims = candidate_similarities(args.name, dsn=args.dsn) if args.name else None
+    if args.plot:
+        write_plot(report, args.plot, sims)
     print(report.text())
     print(chart(report))
     print(f"index with: pgdedup index TABLE ... --threshold {report.threshold} --num-perm {report.num_perm} "
           f"--bands {report.bands} --rows {report.rows}")
-    sims = candidate_similarities(args.name, dsn=args.dsn) if args.name else None
     if args.plot:
-        write_plot(report, args.plot, sims)
         print(f"wrote {args.plot}" + (f" (with the candidates of {args.name})" if args.name else ""))
     if sims is not None:
         print(f"estimated similarity of the {len(sims)} candidate pairs of {args.name}:")
@@ -310,6 +314,9 @@ def run(args: argparse.Namespace) -> None:
     for option in ("max_bucket", "limit"):
         if getattr(args, option, 1) > MAX_INT:
             raise ValueError(f"{option} must be a positive integer, not {getattr(args, option)} (at most {MAX_INT})")
+    if getattr(args, "no_alter", False) and getattr(args, "column", None) is not None:
+        raise ValueError("--column names the column to mark in place; --no-alter marks none "
+                         "(the decision goes to pgdedup.duplicates and its view)")
     if args.command == "demo":
         demo_mod.run(rows=args.rows, keep=args.keep, dsn=args.dsn)
     elif args.command == "migrate":
@@ -334,7 +341,8 @@ def run(args: argparse.Namespace) -> None:
                        workers=args.workers, partition_by=args.partition_by, scheduler=args.scheduler)
         _emit(args, result.summary(), {**asdict(result), "unchanged": result.unchanged})
     elif args.command == "dedupe":
-        done = dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column,
+        column = args.column or "duplicate_of"
+        done = dedupe(args.name, threshold=args.threshold, keep_order=args.keep_order, column=column,
                       alter=not args.no_alter, max_bucket=args.max_bucket, verify=args.verify, full=args.full,
                       dsn=args.dsn)
         _emit(args, done.summary(), asdict(done))
@@ -349,7 +357,7 @@ def run(args: argparse.Namespace) -> None:
             for k, s in rows:
                 print(f"{s:.4f}\t{k}")
     elif args.command == "explain":
-        found = explain(args.name, args.key_a, args.key_b, dsn=args.dsn)
+        found = explain(args.name, args.key_a, args.key_b, max_bucket=args.max_bucket, dsn=args.dsn)
         print(json.dumps(found.as_dict()) if args.json else found.summary())
     elif args.command == "report":
         written = report(args.name, args.html, groups=args.groups, dsn=args.dsn)

@@ -26,7 +26,8 @@ from psycopg.types.json import Jsonb
 
 from . import cluster, collections, copybin, hashing, statistics, tracking
 from .connection import Db, own_dsn
-from .db import Source, beside_the_run, check_source, connect, guard_source, hold_source, resolve_dsn, resolve_source
+from .db import (Source, beside_the_run, check_source, connect, find_table, guard_source, hold_source, resolve_dsn,
+                 resolve_source)
 from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
@@ -448,6 +449,23 @@ def check_unique_key(conn: psycopg.Connection, source: Source) -> None:
             "pgdedup needs a unique key (a PRIMARY KEY or UNIQUE constraint also makes this check free)")
 
 
+def _check_named_source(conn: psycopg.Connection, table: str, schema: str | None,
+                        stored: collections.Collection) -> None:
+    """Refuse ``index TABLE --name NAME`` (no key or text columns) when TABLE is not the source
+    the collection ``NAME`` indexes: the run would index the stored source, not the table named.
+
+    Raises:
+        PgdedupError: no such table.
+        InvalidArgument: another table than the collection's source.
+    """
+    found = find_table(conn, table, schema)
+    if found != (stored.source.schema, stored.source.table):
+        raise InvalidArgument(
+            f"collection {stored.name!r} indexes {stored.source.label}, not {found[0]}.{found[1]}: to index "
+            f"that table into it, give its key and text columns with --reindex; to bring the collection up to "
+            f"date, `pgdedup index {stored.name}`")
+
+
 def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] | None = None, *,
           name: str | None = None, schema: str | None = None, params: Params | None = None,
           reindex: bool = False, full: bool = False, dsn: Db = None, chunk_size: int = DEFAULT_CHUNK,
@@ -500,6 +518,8 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
             connect(dsn, application_name="pgdedup index (source lock)") as guard:
         if key is None:  # an existing collection, with what it stores
             stored = collections.get(writer, name or table)  # its source: checked by guard_source below
+            if name is not None and (table != name or schema is not None):
+                _check_named_source(writer, table, schema, stored)
             name, source, params = stored.name, stored.source, params or stored.params
         else:
             source = resolve_source(writer, table, key, text, schema, partition_by)  # before any schema change

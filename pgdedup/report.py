@@ -49,6 +49,18 @@ class ReportResult:
                 f"{self.pairs_sampled} sampled candidate pairs")
 
 
+@dataclass
+class Decided:
+    """The stored dedupe result the page shows (``pgdedup.results``): its target and the
+    settings it was decided with, which a dedupe's arguments may have set apart from the
+    collection's."""
+
+    target: str
+    threshold: float
+    verify: str
+    max_bucket: int
+
+
 def _highlight(a: str, b: str) -> tuple[str, str]:
     """The first ``SHOWN_WORDS`` normalised words of two texts as HTML, the words that differ
     between them in <mark>."""
@@ -99,10 +111,13 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         conn = s.conn
         coll = get(conn, name)
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
-        target = conn.execute("SELECT target FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
+        # the settings the shown result was decided with (a dedupe may override the collection's)
+        target = conn.execute("SELECT target, threshold, verify, max_bucket FROM pgdedup.results "
+                              "WHERE collection_id = %s AND target <> 'exact' "
                               "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
         if target is None:
             raise InvalidArgument(f"collection {name!r} has no dedupe result yet: run `pgdedup dedupe {name}` first")
+        decided = Decided(*target)
         info = status(name, dsn=conn)[0]
         with shown.stage("candidate pairs of the sample estimated"):
             sims = [r[0] for r in conn.execute(
@@ -121,36 +136,39 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         sizes = conn.execute(
             "SELECT size, count(*) FROM (SELECT count(*) + 1 AS size FROM pgdedup.duplicates "
             "WHERE collection_id = %s AND target = %s GROUP BY duplicate_of) g GROUP BY size ORDER BY size",
-            (coll.id, target[0])).fetchall()
+            (coll.id, decided.target)).fetchall()
         largest = conn.execute(
             "SELECT duplicate_of, count(*) + 1 FROM pgdedup.duplicates WHERE collection_id = %s AND target = %s "
-            "GROUP BY duplicate_of ORDER BY count(*) DESC, duplicate_of LIMIT %s", (coll.id, target[0], groups)).fetchall()
+            "GROUP BY duplicate_of ORDER BY count(*) DESC, duplicate_of LIMIT %s", (coll.id, decided.target, groups)).fetchall()
         members = {kept: conn.execute(
             "SELECT row_key, similarity FROM pgdedup.duplicates WHERE collection_id = %s AND target = %s "
             "AND duplicate_of = %s ORDER BY similarity, row_key LIMIT %s",
-            (coll.id, target[0], kept, per_group)).fetchall() for kept, _ in largest}
+            (coll.id, decided.target, kept, per_group)).fetchall() for kept, _ in largest}
         nearest = conn.execute(
             "SELECT duplicate_of, row_key, similarity FROM pgdedup.duplicates WHERE collection_id = %s "
             "AND target = %s ORDER BY similarity - %s, row_key LIMIT %s",
-            (coll.id, target[0], coll.params.threshold, near)).fetchall()
+            (coll.id, decided.target, decided.threshold, near)).fetchall()
         wanted = {k for k, _ in largest} | {k for ms in members.values() for k, _ in ms}
         wanted |= {k for pair in nearest for k in pair[:2]}
         texts = source_texts(conn, coll.source, sorted(wanted))
-        page = _page(coll, info, target[0], sims, sizes, largest, members, nearest, texts)
+        page = _page(coll, info, decided, sims, sizes, largest, members, nearest, texts)
         Path(path).write_text(page, encoding="utf-8")
     return ReportResult(name, str(path), len(largest), len(sims))
 
 
-def _page(coll: Collection, info: dict[str, Any], target: str, sims: list[float], sizes: list[tuple[int, int]],
+def _page(coll: Collection, info: dict[str, Any], decided: Decided, sims: list[float], sizes: list[tuple[int, int]],
           largest: list[tuple[str, int]], members: dict[str, list[tuple[str, float]]],
           nearest: list[tuple[str, str, float]], texts: dict[str, str]) -> str:
     p = coll.params
     esc = html.escape
-    settings = [("source", coll.source.label), ("key", coll.source.key), ("text", ", ".join(coll.source.text_columns)),
-                ("threshold", p.threshold), ("bands × rows", f"{p.bands} × {p.rows}"), ("num_perm", p.num_perm),
+    decision = (f"{'in place' if decided.target == 'column' else 'view'}, verify {decided.verify}, "
+                f"max bucket {decided.max_bucket}"
+                + (" (STALE: indexed since, rerun dedupe)" if decided.target in (info.get("stale") or []) else ""))
+    settings = [("source", info.get("source", coll.source.label)), ("key", coll.source.key), ("text", ", ".join(coll.source.text_columns)),
+                ("threshold", decided.threshold), ("bands × rows", f"{p.bands} × {p.rows}"), ("num_perm", p.num_perm),
                 ("features", f"{p.unit} {p.ngram}-grams"), ("rows indexed", info.get("rows_indexed")),
                 ("duplicates", sum(n * (size - 1) for size, n in sizes)),
-                ("groups", sum(n for _, n in sizes)), ("decision", f"target {target}")]
+                ("groups", sum(n for _, n in sizes)), ("decision", decision)]
     if coll.source.partition:
         settings.append(("partitioned by", coll.source.partition))
     rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in settings)
@@ -167,7 +185,7 @@ def _page(coll: Collection, info: dict[str, Any], target: str, sims: list[float]
         f'<tr><td>{esc(kept)}</td><td>{esc(key)}</td><td>{similarity:.3f}</td>'
         f'<td class="text">{_highlight(texts.get(kept, ""), texts.get(key, ""))[1]}</td></tr>'
         for kept, key, similarity in nearest)
-    curve = svg_plot(TuneReport(p.threshold, p.band_threshold, p.num_perm, 0.5, p.bands, p.rows), sims)
+    curve = svg_plot(TuneReport(decided.threshold, p.band_threshold, p.num_perm, 0.5, p.bands, p.rows), sims)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>pgdedup report: {esc(coll.name)}</title>
 <style>

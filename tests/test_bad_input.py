@@ -137,3 +137,11 @@ def test_user_mistakes_found_in_review_are_one_line(conn, dsn, tmp_path):
                    "limit must be a positive integer")
     assert "duplicate_of" not in [r[0] for r in conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0")]
+    # TABLE beside --name of an existing collection was ignored: the stored source was indexed
+    conn.execute("CREATE TABLE t2 (LIKE t INCLUDING ALL)")
+    one_line_error(cli("index", "t2", "--name", "t", "--dsn", dsn),
+                   "collection 't' indexes public.t, not public.t2", "--reindex")
+    one_line_error(cli("index", "no_such_table", "--name", "t", "--dsn", dsn), "'no_such_table' does not exist")
+    assert cli("index", "public.t", "--name", "t", "--no-progress", "--dsn", dsn).returncode == 0
+    # --column with --no-alter was ignored without a word
+    one_line_error(cli("dedupe", "t", "--no-alter", "--column", "id", "--dsn", dsn), "--no-alter marks none")

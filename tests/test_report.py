@@ -66,3 +66,20 @@ def test_stage_lines_of_report_and_pairs(tmp_path, conn, dsn, items, capfd):
     err = capfd.readouterr().err
     assert re.search(r"report items: candidate pairs of the sample estimated \(\d+\.\d s\)", err), err
     assert "report items: page written" in err and "pairs items: every pair found and sent" in err
+
+
+def test_the_page_shows_the_settings_of_the_result_it_shows(tmp_path, conn, dsn, items):
+    """A dedupe may override the collection's threshold: the page showed the collection's (0.8)
+    and drew the curve there, beside duplicates decided at 0.5."""
+    pgdedup.dedupe("items", threshold=0.5, alter=False, keep_order="published_at, id", dsn=dsn)
+    page = tmp_path / "r.html"
+    pgdedup.report("items", page, dsn=dsn)
+    text = page.read_text()
+    assert "<tr><th>threshold</th><td>0.5</td></tr>" in text
+    assert "<tr><th>decision</th><td>view, verify auto, max bucket 100</td></tr>" in text
+    assert re.search(r'<text x="[0-9.]+" y="[0-9.]+">0.5</text></svg>', text), "the curve's threshold mark"
+    conn.execute("UPDATE items SET body = body || ' edited' WHERE id = (SELECT min(id) FROM items)")
+    conn.commit()
+    pgdedup.index("items", dsn=dsn, progress=False)
+    pgdedup.report("items", page, dsn=dsn)
+    assert "(STALE: indexed since, rerun dedupe)" in page.read_text()

@@ -145,6 +145,12 @@ def test_tune_cli(tmp_path, conn, dsn):
     bad = cli("tune", "--threshold", "0.8", "--plot", str(tmp_path / "x.gif"))
     one_line_error(bad, "--plot must end in .svg or .png, not 'x.gif'")
     assert not (tmp_path / "x.gif").exists()
+    # a failed tune prints no report first (a script reading stdout got a whole one)
+    for bad in (cli("tune", "no_such_collection", "--threshold", "0.8", "--dsn", dsn),
+                cli("tune", "--threshold", "0.8", "--plot", str(tmp_path / "no" / "dir" / "x.svg")),
+                cli("tune", "--threshold", "0.8", "--plot", str(tmp_path / "x.gif"))):
+        one_line_error(bad)
+        assert bad.stdout == ""
 
 
 def _has_matplotlib() -> bool:
