@@ -7,7 +7,7 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
-                     RowNotFound, SchemaMismatch, SourceMissing, StaleResults, StatisticsWarning, UnsafeOperation)
+                     RowNotFound, SchemaMismatch, SourceMissing, StaleResults, StatisticsWarning, TrackingLost, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
 from .explain import Explanation, explain
 from .handle import CollectionHandle, collection
@@ -22,7 +22,7 @@ from .watch import watch
 
 __all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "Explanation", "IndexResult",
            "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "ReportResult", "RowNotFound",
-           "SchemaMismatch", "SignedChunk", "SourceMissing", "StaleResults", "StatisticsWarning", "UnsafeOperation",
+           "SchemaMismatch", "SignedChunk", "SourceMissing", "StaleResults", "StatisticsWarning", "TrackingLost", "UnsafeOperation",
            "collection", "dedupe", "downgrade", "drop", "explain", "index", "migrate", "pairs", "report", "sign_texts",
            "similar", "status", "track", "unmark", "watch"]
 

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from . import __version__
 from . import demo as demo_mod
-from .errors import PgdedupError, StatisticsWarning, message_of
+from .errors import PgdedupError, PgdedupWarning, message_of
 from .dedupe import dedupe
 from .explain import explain
 from .report import report
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", help="keep a tracked collection's marks current: index and dedupe each batch of changes",
                        epilog='example: pgdedup watch feed_items --keep-order "published_at, feed_item_id" '
-                              "(SIGINT/SIGTERM finish the current batch and exit 0)")
+                              "(SIGINT/SIGTERM finish the current batch and exit 0; a second one cancels it, exit 130)")
     p.add_argument("name", metavar="NAME")
     _threshold(p, "default: the collection's")
     p.add_argument("--keep-order", metavar="ORDER", help="as for dedupe")
@@ -279,10 +279,19 @@ def _results_summary(r: dict) -> str:
 
 
 def _watch(args: argparse.Namespace) -> None:
-    """Run the watcher until SIGINT/SIGTERM, which let the current batch finish (exit 0)."""
+    """Run the watcher until SIGINT/SIGTERM, which let the current batch finish (exit 0); a second
+    one cancels the batch at once (exit 130): a batch waiting on a row lock that an idle
+    application transaction holds would wait as long as it stays open, and a batch cut short
+    leaves nothing half-done."""
     stop = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt  # (psycopg cancels the running query on it)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     watch(args.name, threshold=args.threshold, keep_order=args.keep_order, column=args.column or "duplicate_of",
           alter=not args.no_alter, max_bucket=args.max_bucket, dsn=args.dsn, stop=stop,
           log=lambda line: print(line, flush=True))
@@ -386,8 +395,8 @@ def run(args: argparse.Namespace) -> None:
 def _error_line(exc: BaseException) -> str | None:
     """The one line to print for an error a user can act on, or None for a bug (a traceback).
     An OSError is the user's too: a file to write in a directory that does not exist, etc.; so is
-    a ``StatisticsWarning`` that ``-W error`` made an error."""
-    if isinstance(exc, (PgdedupError, StatisticsWarning, ValueError, OSError)):
+    a pgdedup warning that ``-W error`` made an error."""
+    if isinstance(exc, (PgdedupError, PgdedupWarning, ValueError, OSError)):
         return str(exc).strip().splitlines()[0].removeprefix("pgdedup: ") if str(exc).strip() else type(exc).__name__
     orig = exc if isinstance(exc, psycopg.Error) else getattr(exc, "orig", None)  # SQLAlchemy wraps
     if isinstance(orig, psycopg.Error):
@@ -401,7 +410,7 @@ def _warning_lines(shown: Callable[..., None]) -> Callable[..., None]:
     (the handler before) shows them."""
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: TextIO | None = None, line: str | None = None) -> None:
-        if issubclass(category, StatisticsWarning):
+        if issubclass(category, PgdedupWarning):
             tqdm.write(f"pgdedup: warning: {message}", file=sys.stderr)
         else:
             shown(message, category, filename, lineno, file, line)

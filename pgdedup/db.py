@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .errors import CollectionBusy, InvalidArgument, PgdedupError, UnsafeOperation, translated
+from .errors import CollectionBusy, ConnectionFailed, InvalidArgument, PgdedupError, UnsafeOperation, translated
 
 #: The search_path of every pgdedup session: no object of another schema can stand in for a
 #: built-in function or operator, and pgdedup's own objects are always schema-qualified.
@@ -60,13 +60,13 @@ def connect(dsn: str | None = None, **kwargs: object) -> psycopg.Connection:
     """A psycopg connection with pgdedup's session settings (``pin_session``).
 
     Raises:
-        PgdedupError: the server cannot be reached (one line, libpq's reason).
+        ConnectionFailed: the server cannot be reached (one line, libpq's reason).
     """
     try:
         conn = psycopg.connect(resolve_dsn(dsn), **kwargs)  # type: ignore[arg-type]
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection failed"
-        raise PgdedupError(f"cannot connect to PostgreSQL: {first}") from exc
+        raise ConnectionFailed(f"cannot connect to PostgreSQL: {first}") from exc
     pin_session(conn)
     return conn
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from . import statistics
+from . import statistics, tracking
 from .collections import get
 from .connection import Db, session
 from .db import guard_source, table_columns
@@ -114,6 +114,8 @@ def dedupe(name: str, *, threshold: float | None = None, keep_order: str | None 
     with translated(), session(dsn, f"pgdedup dedupe {name}") as s:
         conn = s.conn
         coll = get(conn, name, need_source=True)
+        if coll.tracked and not tracking.untrack_if_lost(conn, coll).tracked:
+            s.commit()  # (the triggers removed: their table's lock released at once on pgdedup's connection)
         conn.execute("SELECT pgdedup.check_args(%s, %s, %s)", (threshold, max_bucket, verify))
         conn.execute("SELECT pgdedup.keep_order_sql(%s, %s)", (coll.id, keep_order))
         if alter:

@@ -59,7 +59,23 @@ class PermissionDenied(PgdedupError):
     """The database refused the current role (SQLSTATE 42501)."""
 
 
-class StatisticsWarning(UserWarning):
+class ConnectionFailed(PgdedupError):
+    """The server could not be reached (libpq's reason in the message): a watcher retries."""
+
+
+class PgdedupWarning(UserWarning):
+    """Something pgdedup did or found that the user should know, while the run goes on; the CLI
+    prints it as one line (``pgdedup: warning: …``)."""
+
+
+class TrackingLost(PgdedupWarning):
+    """A tracked collection's source no longer carries its triggers, enabled (the table was
+    replaced or renamed, or its triggers disabled, since ``track``): writes since then were not
+    queued. pgdedup stops tracking it (so index compares every row, and dedupe writes every mark
+    that differs) and says so; ``pgdedup track NAME`` tracks it again."""
+
+
+class StatisticsWarning(PgdedupWarning):
     """A pgdedup table was not ANALYZEd when pgdedup asked: its statistics do not cover the
     collection and the role is not granted ``pgdedup.analyze_as_owner`` (runs may be slow until
     the owner or autovacuum analyzes it), or another session held it past the lock wait (its

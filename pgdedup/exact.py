@@ -110,7 +110,9 @@ def _feature_sets(conn: psycopg.Connection, coll: Collection, by: str, ids: list
 def _stale(coll: Collection) -> StaleResults:
     """What a check meets when the source text of a row differs from what was signed."""
     return StaleResults(f"collection {coll.name!r}: rows changed in {coll.source.label} after they were signed; "
-                        f"run `pgdedup index {coll.name}`, then dedupe again")
+                        f"run `pgdedup index {coll.name}`"
+                        + (" (with --full if nothing is queued: a write the tracking triggers did not see)"
+                           if coll.tracked else "") + ", then dedupe again")
 
 
 def common(a: np.ndarray, b: np.ndarray) -> int:

@@ -534,10 +534,16 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         guard.commit()
         # the checks are pgdedup's SQL functions: a first run makes the schema, kept only if they pass
         require_head(writer, dsn, check=lambda conn: check_source(conn, source, name))
+        existing = collections.find(writer, name)
+        if existing is not None:  # (before the hold: untracking drops triggers, maybe on the source)
+            tracking.untrack_if_lost(writer, existing)
         # the other roles' tables it reads are held against new indexes for the whole run, first,
         # so that the check (under the table's own lock) sees any that committed while it waited
         hold_source(guard, source)
-        partitioned = guard_source(guard, source, name) == "p"
+        # writes addressed to a partition or an inheritance child fire no trigger of the parent
+        partitioned = guard_source(guard, source, name) == "p" or writer.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits WHERE inhparent = pgdedup.relation_of(%s, %s))",
+            (source.schema, source.table)).fetchone()[0]
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         with beside_the_run(writer, source):
             check_unique_key(writer, source)
@@ -575,8 +581,9 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
          progress: bool | None, workers: int | None, t0: float, full: bool, client: "Client | None") -> IndexResult:
     """The locked part of an index run: from the queue of a tracked collection, else (or with
     ``full``) by comparing every row (forget vanished rows, sign new and changed ones). ``index``
-    asks for ``full`` on a partitioned source too: its tracking triggers sit on the partitioned
-    table and see the writes made through it, not those addressed to a partition directly."""
+    asks for ``full`` on a partitioned source, or one with inheritance children, too: its
+    tracking triggers sit on that table and see the writes made through it, not those addressed
+    to a partition or a child directly."""
     seqs, needs_full = tracking.queue_state(writer, coll.id) if coll.tracked else ([], False)
     if coll.tracked and not (full or needs_full or coll.rows_indexed == 0):
         return _run_queue(writer, coll, source, chunk_size, progress, t0, len(seqs))

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -131,9 +132,10 @@ class LocalPostgres:
                 log = (self.base / "server.log").read_text()[-2000:]
             raise LocalPostgresError(f"{tool} failed: {proc.stderr.strip() or proc.stdout.strip()}\n{log}")
 
-    def restart(self) -> None:
-        """Stop the server (fast shutdown: sessions are cut) and start it again on the same data,
-        as an operator's restart would. Only for a server from system binaries.
+    def restart(self, down: float = 0.0) -> None:
+        """Stop the server (fast shutdown: sessions are cut) and start it again on the same data
+        after ``down`` seconds, as an operator's restart would. Only for a server from system
+        binaries.
 
         Raises:
             LocalPostgresError: an embedded server, or pg_ctl failed.
@@ -141,6 +143,7 @@ class LocalPostgres:
         if self._embedded is not None or self.base is None:
             raise LocalPostgresError("restart() needs a server started from system binaries")
         self._run("pg_ctl", "-D", str(self.base / "data"), "-w", "-m", "fast", "stop")
+        time.sleep(down)
         self._pg_ctl_start(self.base / "data")
 
     def _pg_ctl_start(self, data: Path) -> None:

@@ -9,16 +9,18 @@ sequence numbers, so a writer that commits late is never skipped.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from dataclasses import replace
 
 import psycopg
 from psycopg import sql
 
 from . import statistics
-from .collections import get
+from .collections import Collection, get
 from .connection import Db, session
 from .db import Source, beside_the_run
-from .errors import translated
+from .errors import TrackingLost, translated
 
 
 def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
@@ -43,6 +45,34 @@ def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
         tracked = s.conn.execute("SELECT pgdedup.track(%s, %s)", (name, on)).fetchone()[0]
         s.commit()
     return tracked
+
+
+def untrack_if_lost(conn: psycopg.Connection, coll: Collection) -> Collection:
+    """``coll`` as it is after tracking it was stopped, if its tracking was lost.
+
+    The triggers stay on the relation that had the source's name at ``track``: a source
+    replaced under its name (DROP and CREATE, an ETL load's rename swap) has none, and writes to
+    a table whose triggers are disabled are not queued either, so the queue no longer holds
+    every change. Trusting it left wrong marks without an error; instead, tracking is stopped
+    (``pgdedup.track(name, false)``: the queued keys logged as changes, the triggers removed
+    wherever they are), so that this run compares every row and decides every mark as for any
+    untracked collection, and a ``TrackingLost`` warning says so. Runs in ``conn``'s transaction.
+    A source that is not there by name is left to the caller's ``SourceMissing``.
+
+    Raises:
+        CollectionBusy: another run holds the collection.
+    """
+    if not coll.tracked or conn.execute(
+            "SELECT pgdedup.tracking_intact(%s) OR pgdedup.relation_of(%s, %s) IS NULL",
+            (coll.id, coll.source.schema, coll.source.table)).fetchone()[0]:
+        return coll  # (a source that is not there is refused as such: renamed back, it is tracked still)
+    conn.execute("SELECT pgdedup.track(%s, false)", (coll.name,))
+    warnings.warn(TrackingLost(
+        f"collection {coll.name!r}: its source {coll.source.label} does not carry its tracking triggers any more "
+        f"(replaced, renamed or triggers disabled since `track`), so writes since then were not queued; it is not "
+        f"tracked any more (every row is compared, every mark decided): `pgdedup track {coll.name}` tracks it again"),
+        stacklevel=3)
+    return replace(coll, tracked=False)
 
 
 def queue_state(conn: psycopg.Connection, collection_id: int) -> tuple[list[int], bool]:
