@@ -6,8 +6,9 @@ The Python API mirrors the CLI: ``migrate``, ``index``, ``dedupe``, ``pairs``, `
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from .errors import (CollectionBusy, CollectionNotFound, InvalidArgument, PermissionDenied, PgdedupError,
-                     RowNotFound, SchemaMismatch, SourceMissing, StaleResults, StatisticsWarning, TrackingLost, UnsafeOperation)
+from .errors import (CollectionBusy, CollectionNotFound, ConnectionFailed, InvalidArgument, PermissionDenied,
+                     PgdedupError, PgdedupWarning, RowNotFound, SchemaMismatch, SourceMissing, StaleResults,
+                     StatisticsWarning, TrackingLost, UnsafeOperation)
 from .dedupe import DedupeResult, dedupe
 from .explain import Explanation, explain
 from .handle import CollectionHandle, collection
@@ -20,9 +21,10 @@ from .signer import SignedChunk, sign_texts
 from .tracking import track
 from .watch import watch
 
-__all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "DedupeResult", "Explanation", "IndexResult",
-           "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "ReportResult", "RowNotFound",
-           "SchemaMismatch", "SignedChunk", "SourceMissing", "StaleResults", "StatisticsWarning", "TrackingLost", "UnsafeOperation",
+__all__ = ["CollectionBusy", "CollectionHandle", "CollectionNotFound", "ConnectionFailed", "DedupeResult", "Explanation",
+           "IndexResult", "InvalidArgument", "Params", "PermissionDenied", "PgdedupError", "PgdedupWarning",
+           "ReportResult", "RowNotFound", "SchemaMismatch", "SignedChunk", "SourceMissing", "StaleResults",
+           "StatisticsWarning", "TrackingLost", "UnsafeOperation",
            "collection", "dedupe", "downgrade", "drop", "explain", "index", "migrate", "pairs", "report", "sign_texts",
            "similar", "status", "track", "unmark", "watch"]
 

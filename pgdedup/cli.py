@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     p.add_argument("key_a", metavar="KEY_A")
     p.add_argument("key_b", metavar="KEY_B")
-    _max_bucket(p)
+    p.add_argument("--max-bucket", type=int, metavar="N",
+                   help="as for dedupe (default: the one the collection's marks were decided with, else 100)")
     p.add_argument("--json", action="store_true", help="JSON output")
     _add_dsn(p)
 
@@ -321,7 +322,7 @@ MAX_INT = 2**31 - 1
 
 def run(args: argparse.Namespace) -> None:
     for option in ("max_bucket", "limit"):
-        if getattr(args, option, 1) > MAX_INT:
+        if (getattr(args, option, None) or 1) > MAX_INT:
             raise ValueError(f"{option} must be a positive integer, not {getattr(args, option)} (at most {MAX_INT})")
     if getattr(args, "no_alter", False) and getattr(args, "column", None) is not None:
         raise ValueError("--column names the column to mark in place; --no-alter marks none "

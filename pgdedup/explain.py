@@ -124,13 +124,15 @@ WHERE a.collection_id = %(c)s AND a.row_key = %(k)s AND u.band = ANY (%(bands)s)
 GROUP BY u.band ORDER BY u.band"""
 
 
-def explain(name: str, key_a: str, key_b: str, *, max_bucket: int = 100, dsn: Db = None) -> Explanation:
+def explain(name: str, key_a: str, key_b: str, *, max_bucket: int | None = None, dsn: Db = None) -> Explanation:
     """Explain the pair of rows ``key_a``, ``key_b`` of collection ``name``.
 
     Two rows with the same text (its stored hash) are always duplicates. Two rows that share a
     bucket in some band are a candidate pair, unless every bucket they share holds more than
     ``max_bucket`` texts (as dedupe's and pairs' ``max_bucket``): its members are then paired
     with its first ``max_bucket`` texts only, in the run's keep order, which the verdict names.
+    ``max_bucket`` None: the one the collection's stored result was decided with (in place
+    first), else dedupe's default, 100.
 
     Raises:
         CollectionNotFound, SourceMissing: no such collection, or its source table is gone.
@@ -140,6 +142,10 @@ def explain(name: str, key_a: str, key_b: str, *, max_bucket: int = 100, dsn: Db
     with translated(), session(dsn, f"pgdedup explain {name}") as s:
         conn = s.conn
         coll = get(conn, name)
+        if max_bucket is None:
+            stored = conn.execute("SELECT max_bucket FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
+                                  "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
+            max_bucket = stored[0] if stored else 100
         conn.execute("SELECT pgdedup.check_args(%s, %s)", (coll.params.threshold, max_bucket))
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(

@@ -142,7 +142,7 @@ class CollectionHandle:
         """``pgdedup.pairs(name, **options)`` on this connection, as a list."""
         return self._command(lambda name, dsn, **o: list(pairs(name, dsn=dsn, **o)), **options)
 
-    def explain(self, key_a: object, key_b: object, max_bucket: int = 100) -> Explanation:
+    def explain(self, key_a: object, key_b: object, max_bucket: int | None = None) -> Explanation:
         """``pgdedup.explain(name, key_a, key_b, max_bucket=max_bucket)`` on this connection."""
         return self._command(lambda name, dsn: explain(name, str(key_a), str(key_b), max_bucket=max_bucket, dsn=dsn))
 

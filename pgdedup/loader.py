@@ -540,9 +540,10 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         # the other roles' tables it reads are held against new indexes for the whole run, first,
         # so that the check (under the table's own lock) sees any that committed while it waited
         hold_source(guard, source)
-        # writes addressed to a partition or an inheritance child fire no trigger of the parent
+        # writes addressed to a partition or an inheritance child fire no trigger of the parent,
+        # and writes made through a parent none of its partition's or child's
         partitioned = guard_source(guard, source, name) == "p" or writer.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits WHERE inhparent = pgdedup.relation_of(%s, %s))",
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits WHERE pgdedup.relation_of(%s, %s) IN (inhparent, inhrelid))",
             (source.schema, source.table)).fetchone()[0]
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         with beside_the_run(writer, source):
@@ -581,9 +582,9 @@ def _run(writer: psycopg.Connection, dsn: str, coll: collections.Collection, sou
          progress: bool | None, workers: int | None, t0: float, full: bool, client: "Client | None") -> IndexResult:
     """The locked part of an index run: from the queue of a tracked collection, else (or with
     ``full``) by comparing every row (forget vanished rows, sign new and changed ones). ``index``
-    asks for ``full`` on a partitioned source, or one with inheritance children, too: its
-    tracking triggers sit on that table and see the writes made through it, not those addressed
-    to a partition or a child directly."""
+    asks for ``full`` on a partitioned source, one with inheritance children, or one that is a
+    partition or a child itself, too: its tracking triggers sit on that table and see the writes
+    addressed to it, not those addressed to a partition or child, nor those made through a parent."""
     seqs, needs_full = tracking.queue_state(writer, coll.id) if coll.tracked else ([], False)
     if coll.tracked and not (full or needs_full or coll.rows_indexed == 0):
         return _run_queue(writer, coll, source, chunk_size, progress, t0, len(seqs))

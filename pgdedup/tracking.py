@@ -67,12 +67,22 @@ def untrack_if_lost(conn: psycopg.Connection, coll: Collection) -> Collection:
             (coll.id, coll.source.schema, coll.source.table)).fetchone()[0]:
         return coll  # (a source that is not there is refused as such: renamed back, it is tracked still)
     conn.execute("SELECT pgdedup.track(%s, false)", (coll.name,))
+    decide_next_in_full(conn, coll.id)
     warnings.warn(TrackingLost(
         f"collection {coll.name!r}: its source {coll.source.label} does not carry its tracking triggers any more "
         f"(replaced, renamed or triggers disabled since `track`), so writes since then were not queued; it is not "
         f"tracked any more (every row is compared, every mark decided): `pgdedup track {coll.name}` tracks it again"),
         stacklevel=3)
     return replace(coll, tracked=False)
+
+
+def decide_next_in_full(conn: psycopg.Connection, collection_id: int) -> None:
+    """Make the next dedupe of each target decide in full (its result's change log position
+    forgotten, as ``track`` does when it starts, and capture for the writes it cannot name):
+    after writes no trigger saw (tracking lost), a keep-order edit among them is in no change
+    log, and only a full decision sees it."""
+    conn.execute("UPDATE pgdedup.results SET change_seq = NULL WHERE collection_id = %s AND target IN ('column', 'view')",
+                 (collection_id,))
 
 
 def queue_state(conn: psycopg.Connection, collection_id: int) -> tuple[list[int], bool]:

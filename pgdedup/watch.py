@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -67,8 +68,9 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
     and at least every ``poll`` seconds, so a batch in progress always finishes (the CLI sets it
     on SIGINT/SIGTERM, and cancels the batch on a second one). The queue is also checked every
     ``poll`` seconds, so a notification lost with a connection is not a change lost. A batch
-    refused because rows changed after they were signed, with nothing queued to sign them again
-    (a write the triggers did not see), is followed by an index that compares every row.
+    refused twice in a row because rows changed after they were signed (a write the triggers
+    did not see) is followed by an index that compares every row. A lost connection is retried
+    with a growing pause, once the watcher has connected (a first connection that fails raises).
 
     Raises:
         CollectionNotFound: no such collection.
@@ -76,14 +78,16 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
             being tracked, is dropped or made again, or its source is replaced while it runs;
             or a dedupe setting is invalid.
         CollectionBusy: another watcher watches it.
+        ConnectionFailed: the server cannot be reached at the start.
     """
     stop = stop or threading.Event()
     dsn = resolve_dsn(own_dsn(dsn, "watch"))
     target = "column" if alter else "view"
-    batches, pause, stale = 0, 1.0, ""
+    batches, pause, stale, connected = 0, 1.0, "", False
     while not stop.is_set():
         try:
             with translated(), connect(dsn, autocommit=True, application_name=f"pgdedup watch {name}") as listener:
+                connected = True
                 coll = _claim(listener, name, threshold, keep_order, max_bucket)
                 listener.execute("LISTEN pgdedup")
                 log(f"watching {name}: {coll.source.label}, marks in "
@@ -99,12 +103,13 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
                             stop.wait(poll)
                             continue
                         except StaleResults as exc:  # rows changed after this batch's index
-                            if str(exc) != stale:
+                            if str(exc) != stale:  # the first time: the next batch indexes what was queued
                                 log(f"{name}: {exc}")
                                 stale = str(exc)
-                            if not _queued(listener, coll.id):  # no trigger saw that write
-                                log(f"{name}: nothing queued for it: comparing every row")
-                                index(name, full=True, dsn=dsn, progress=False)
+                            else:  # again: a write no trigger saw (writers may keep the queue busy)
+                                log(f"{name}: again: comparing every row")
+                                with suppress(CollectionBusy):  # (held by another run: next round)
+                                    index(name, full=True, dsn=dsn, progress=False)
                             stop.wait(poll)
                             continue
                         batches, stale = batches + 1, ""
@@ -113,6 +118,8 @@ def watch(name: str, *, threshold: float | None = None, keep_order: str | None =
                     for _ in listener.notifies(timeout=poll, stop_after=1):
                         pass
         except (psycopg.OperationalError, ConnectionFailed) as exc:  # the server went away: retry, then catch up
+            if not connected:  # never reached: a DSN that may never work (no such database, password)
+                raise
             if stop.is_set():
                 break
             log(f"connection lost ({str(exc).strip().splitlines()[0] if str(exc).strip() else 'no reason'}); "
@@ -164,11 +171,6 @@ def _check_still_tracked(conn: psycopg.Connection, coll: Collection) -> None:
         raise InvalidArgument(
             f"collection {coll.name!r} is not tracked any more, or its source {coll.source.label} lost its tracking "
             f"triggers (replaced, renamed or triggers disabled): run `pgdedup track {coll.name}`, then watch again")
-
-
-def _queued(conn: psycopg.Connection, collection_id: int) -> bool:
-    return conn.execute("SELECT EXISTS (SELECT 1 FROM pgdedup.queue WHERE collection_id = %s)",
-                        (collection_id,)).fetchone()[0]
 
 
 def _waiting(conn: psycopg.Connection, collection_id: int, target: str) -> bool:

@@ -580,6 +580,29 @@ def tenant(conn, make_role) -> Iterator[tuple[str, str]]:
     conn.execute("DROP SCHEMA tenant CASCADE")  # the cast too, which DROP OWNED leaves
 
 
+def test_a_keep_order_column_of_the_owners_domain_runs_none_of_its_code(conn, dsn, tenant):
+    """Revision 57 asked whether a keep-order column sorts by planning a cast of NULL to its
+    type: for a domain that folds the IMMUTABLE calls in the domain's CHECK, so the table owner's
+    function ran as the superuser running `dedupe --keep-order` (and `watch`) and made the owner
+    a superuser. Revision 59 asks the base type; the decision's ORDER BY runs nothing either."""
+    name, tenant_dsn = tenant
+    _plant_function(name, tenant_dsn)
+    with psycopg.connect(tenant_dsn, autocommit=True) as t:
+        t.execute("CREATE DOMAIN tenant.stamp AS integer CHECK (tenant.k() IS NOT NULL)")
+        t.execute("CREATE DOMAIN tenant.doc AS json CHECK (tenant.k() IS NOT NULL)")
+        t.execute("CREATE TYPE tenant.pair AS (a tenant.stamp, b tenant.doc)")
+        t.execute("ALTER TABLE tenant.t ADD COLUMN ts tenant.stamp, ADD COLUMN meta tenant.doc, "
+                  "ADD COLUMN stamps tenant.stamp[], ADD COLUMN both_ tenant.pair")
+    assert not _is_superuser(conn, name)
+    pgdedup.index("tenant.t", "id", ["body"], name="t", dsn=dsn, progress=False)
+    for order in ("ts, id", "stamps, id"):
+        pgdedup.dedupe("t", keep_order=order, alter=False, dsn=dsn)
+    for column, kind in (("meta", "tenant.doc"), ("both_", "tenant.pair")):  # json inside: cannot be sorted
+        with pytest.raises(pgdedup.InvalidArgument, match=f'keep order column "{column}" is of type {kind}, which cannot'):
+            pgdedup.dedupe("t", keep_order=column, alter=False, dsn=dsn)
+    assert not _is_superuser(conn, name)
+
+
 def test_a_text_column_of_the_owners_own_type_is_never_read(conn, dsn, tenant):
     name, tenant_dsn = tenant
     with psycopg.connect(tenant_dsn, autocommit=True) as t:

@@ -361,3 +361,53 @@ def test_rows_written_to_an_inheritance_child_are_indexed(conn, dsn):
     pgdedup.dedupe("docs", keep_order=KEEP, dsn=dsn)
     assert pgdedup.index("docs", full=True, dsn=dsn, progress=False).signed == 0
     assert _marks(dsn) == _full_marks(dsn)
+
+
+@pytest.mark.parametrize("how", ["rename and back", "disabled triggers"])
+def test_keep_order_edits_no_trigger_saw_are_decided_in_full(conn, dsn, how):
+    """Only a keep-order column changes, while the source has another name or its triggers are
+    disabled: the next index compared every row (texts unchanged: nothing logged) and the next
+    dedupe stayed incremental, keeping the old order's marks. It decides in full now."""
+    _setup(dsn)
+    if how == "rename and back":
+        conn.execute("ALTER TABLE docs RENAME TO docs_migrating")
+        conn.execute("UPDATE docs_migrating SET published_at = -40 WHERE id BETWEEN 40 AND 60")
+        conn.execute("ALTER TABLE docs_migrating RENAME TO docs")
+        conn.commit()
+        pgdedup.index("docs", dsn=dsn, progress=False)
+    else:
+        conn.execute("ALTER TABLE docs DISABLE TRIGGER USER")
+        conn.execute("UPDATE docs SET published_at = -40 WHERE id BETWEEN 40 AND 60")
+        conn.commit()
+        with pytest.warns(pgdedup.TrackingLost, match="does not carry its tracking triggers"):
+            pgdedup.index("docs", dsn=dsn, progress=False)
+    assert pgdedup.dedupe("docs", keep_order=KEEP, dsn=dsn).kind == "full"
+    assert _marks(dsn) == _full_marks(dsn)
+    assert pgdedup.status("docs", dsn=dsn)[0]["tracked"] is (how == "rename and back")
+
+
+def test_explain_takes_the_max_bucket_the_marks_were_decided_with(conn, dsn):
+    _setup(dsn)
+    pgdedup.dedupe("docs", keep_order=KEEP, max_bucket=2, dsn=dsn)
+    assert pgdedup.explain("docs", "1", "5", dsn=dsn).max_bucket == 2
+    assert pgdedup.explain("docs", "1", "5", max_bucket=7, dsn=dsn).max_bucket == 7
+
+
+def test_watch_fails_at_once_on_a_server_it_never_reached(tmp_path):
+    """Retrying is for a connection lost; a DSN that never worked (no server, no database, a bad
+    password) fails at once, as it did before the retries covered connection failures."""
+    proc = cli("watch", "docs", "--dsn", f"host={tmp_path} dbname=nothing", timeout=60)
+    one_line_error(proc, "cannot connect to PostgreSQL")
+
+
+def test_a_source_that_is_an_inheritance_child_is_compared_row_by_row(conn, dsn):
+    """Writes made through the parent fire none of the child's statement triggers: index read
+    the empty queue and those rows kept their old signatures."""
+    _setup(dsn)
+    conn.execute("CREATE TABLE docs_all (id int, body text, published_at int)")
+    conn.execute("ALTER TABLE docs INHERIT docs_all")
+    conn.execute("UPDATE docs_all SET body = body || ' edited through the parent' WHERE id <= 5")
+    conn.commit()
+    assert pgdedup.index("docs", dsn=dsn, progress=False).signed == 5
+    pgdedup.dedupe("docs", keep_order=KEEP, dsn=dsn)
+    assert _marks(dsn) == _full_marks(dsn)
