@@ -28,7 +28,7 @@ from . import cluster, collections, copybin, hashing, statistics, tracking
 from .connection import Db, own_dsn
 from .db import (Source, beside_the_run, check_source, connect, find_table, guard_source, hold_source, resolve_dsn,
                  resolve_source)
-from .errors import InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
+from .errors import CollectionNotFound, InvalidArgument, PgdedupError, UnsafeOperation, message_of, translated
 from .schema import COLLECTION_LOCK, require_head
 from .params import Params
 from .signer import SignedChunk, sign_texts
@@ -548,8 +548,14 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         with beside_the_run(writer, source):
             check_unique_key(writer, source)
-        coll = collections.find_or_create(writer, name, source, params)
+        # an existing collection named alone is looked up again, never made (a drop that committed
+        # since brought it back as a new, untracked one), and again once its lock is held
+        coll = collections.find_or_create(writer, name, source, params) if key is not None else collections.find(writer, name)
+        if key is None and (coll is None or coll.id != stored.id):
+            raise CollectionNotFound(f"collection {name!r} was dropped while this index started")
         writer.execute("SELECT pgdedup.lock_collection(%s, true)", (coll.id,))
+        if collections.find(writer, name) is None:
+            raise CollectionNotFound(f"collection {name!r} was dropped while this index started")
         try:
             with writer.transaction():
                 coll = collections.settle(writer, coll, source, params, reindex)
@@ -604,7 +610,7 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
     arrive meanwhile are taken too, and ``queued`` in the result counts every entry worked through.
     An empty queue at the start is left alone (what arrives waits for the next run), so results
     are marked stale before anything is written."""
-    worked = signed = added = removed = 0
+    worked = signed = removed = 0
     if queued:
         _results_now_stale(writer, coll.id)
         show = sys.stderr.isatty() if progress is None else progress
@@ -615,13 +621,14 @@ def _run_queue(writer: psycopg.Connection, coll: collections.Collection, source:
                 worked += entries
                 bar.update(entries)
 
-            signed, added, removed = tracking.sign_queued(
+            signed, _, removed = tracking.sign_queued(
                 writer, coll.id, source, chunk_size,
                 lambda rows: write_chunk(writer, coll.id, rows, coll.params, "band_keys", writer.info.backend_pid,
                                         source.partition is not None),
                 report)
     seconds = time.perf_counter() - t0
-    rows = coll.rows_indexed + added - removed  # no count over the whole collection
+    rows = writer.execute("SELECT rows_indexed FROM pgdedup.collections WHERE collection_id = %s",
+                          (coll.id,)).fetchone()[0]  # (counted by each chunk: no count over the whole collection)
     result = IndexResult(coll.name, rows, signed, removed, seconds, coll.params, queued=worked)
     result.stats = {"mode": "queue", "queued": worked, "signed": signed, "removed": removed,
                     "seconds": round(seconds, 3)}

@@ -23,7 +23,7 @@ WATCH_LOCK = 1885824101
 SCHEMA = "pgdedup"
 VERSION_TABLE = "pgdedup_version"
 #: The newest revision in ``migrations/versions`` (a test checks it against alembic's head).
-HEAD = "0059_unseen_writes"
+HEAD = "0060_unmark_lock_order"
 
 
 #: The first object of schema pgdedup (the schema included) whose owner the current role may not

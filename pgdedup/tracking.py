@@ -140,8 +140,8 @@ def sign_keys(conn: psycopg.Connection, collection_id: int, source: Source, keys
 def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, chunk_size: int,
                 write_rows: Callable[[list[tuple]], None], report: Callable[[int], object]) -> tuple[int, int, int]:
     """Work through the collection's queue in chunks of ``chunk_size`` entries (``sign_keys``
-    each, and its entries deleted, in one transaction); returns (rows signed, of which new, rows
-    forgotten)."""
+    each, its entries deleted and the collection's ``rows_indexed`` moved by what it added and
+    forgot, in one transaction); returns (rows signed, of which new, rows forgotten)."""
     totals = [0, 0, 0]
     while True:
         with conn.transaction():
@@ -153,4 +153,7 @@ def sign_queued(conn: psycopg.Connection, collection_id: int, source: Source, ch
             done = sign_keys(conn, collection_id, source, sorted({k for _, k in entries}), write_rows)
             totals = [t + d for t, d in zip(totals, done)]
             consume(conn, [seq for seq, _ in entries])
+            # counted with the chunk: a run killed after some chunks leaves the count true
+            conn.execute("UPDATE pgdedup.collections SET rows_indexed = rows_indexed + %s WHERE collection_id = %s",
+                         (done[1] - done[2], collection_id))
         report(len(entries))

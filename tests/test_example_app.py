@@ -45,7 +45,7 @@ def feedapp(dsn):
 def test_the_example_app_end_to_end(conn, dsn, feedapp):
     app, cfg, engine = feedapp
     command.upgrade(cfg, "head")
-    assert current_revision(dsn) == "0059_unseen_writes", "pinned by the app's migrations"
+    assert current_revision(dsn) == "0060_unmark_lock_order", "pinned by the app's migrations"
     app.setup(engine)
     command.check(cfg)  # autogenerate finds nothing to do: pgdedup's schema and column are accounted for
 

@@ -10,13 +10,15 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import psycopg
 import pytest
 
 import pgdedup
 
-from clirun import cli, one_line_error
+from clirun import cli, cli_background, one_line_error
+from crashes import wait_for
 from planted import create, make_rows
 from reference import ref_jaccard, ref_word_shingles
 
@@ -280,3 +282,38 @@ def test_a_renamed_source_is_reported_and_the_collection_can_be_dropped(conn, ds
     assert _status(dsn)["rows_indexed"] == len(items[0]), "the refused drop forgot nothing"
     assert pgdedup.drop("items", dsn=dsn) == len(items[0])
     assert conn.execute("SELECT count(duplicate_of) FROM items_v2").fetchone()[0] == 12, "the marks stay"
+
+
+def test_an_index_that_waited_while_its_collection_was_dropped_does_not_make_it_again(conn, dsn, items):
+    """index NAME (an existing collection) waits for the table behind an application's lock; a
+    drop commits meanwhile: the index made the collection again (a new id, untracked, the old
+    marks left in the table), and both commands said they succeeded."""
+    holder = psycopg.connect(dsn)
+    holder.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+    run = cli_background("index", "items", "--no-progress", "--dsn", dsn)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as probe:
+            wait_for(probe, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pgdedup index%%' "
+                            "AND wait_event_type = 'Lock')", run=run)
+        assert pgdedup.drop("items", dsn=dsn) == len(items[0])
+    finally:
+        holder.close()
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 1 and "collection 'items' was dropped while this index started" in err, err
+    assert conn.execute("SELECT count(*) FROM pgdedup.collections").fetchone()[0] == 0
+
+
+def test_unmark_behind_a_running_dedupe_fails_at_once(conn, dsn, items):
+    """A dedupe writing its marks holds the collection and the table's marks lock: unmark took
+    the marks lock first and waited for the whole dedupe, with no time limit."""
+    pgdedup.dedupe("items", dsn=dsn)
+    holder = psycopg.connect(dsn, application_name="pgdedup dedupe items")
+    try:
+        holder.execute("SELECT pgdedup.lock_collection(pgdedup.collection_id('items'))")
+        holder.execute("SELECT pgdedup.lock_marks('items'::regclass)")
+        started = time.monotonic()
+        one_line_error(cli("unmark", "items", "--dsn", dsn, timeout=60), "busy", "pgdedup dedupe items")
+        assert time.monotonic() - started < 10
+    finally:
+        holder.close()
+    assert _column_count(conn) == 12

@@ -707,3 +707,24 @@ def test_an_index_from_the_queue_gives_way_to_ddl_queued_behind_the_run(conn, ds
                                     "--no-progress", "--dsn", dsn], "pgdedup index items")
     assert "another session is waiting to change public.items" in err, err
     assert "note" in _columns(conn, "items")
+
+
+def test_a_queue_run_killed_between_chunks_leaves_rows_indexed_true(conn, dsn, items):
+    """rows_indexed of an index from the queue was moved once, at the end, by what that run
+    signed: chunks a killed run had committed were never counted (the count drifted for good,
+    negative once every row was deleted). Each chunk's transaction moves it now."""
+    pgdedup.track("items", dsn=dsn)
+    pgdedup.index("items", dsn=dsn, progress=False)
+    conn.execute("INSERT INTO items (id, title, body) SELECT g, 'title ' || g, "
+                 "'a text about item number ' || g || ' and its own words ' || md5(g::text) FROM generate_series(10001, 14000) g")
+    conn.commit()
+    run = cli_background("index", "items", "--chunk-size", "100", "--no-progress", "--dsn", dsn)
+    with psycopg.connect(dsn, autocommit=True) as probe:
+        wait_for(probe, "SELECT (SELECT count(*) FROM pgdedup.queue) < 3000", run=run, timeout=120)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+        stored, signed = probe.execute("SELECT rows_indexed, (SELECT count(*) FROM pgdedup.signatures) "
+                                       "FROM pgdedup.collections").fetchone()
+        assert stored == signed and probe.execute("SELECT count(*) FROM pgdedup.queue").fetchone()[0] > 0
+    pgdedup.index("items", dsn=dsn, progress=False)
+    assert pgdedup.status("items", dsn=dsn)[0]["rows_indexed"] == len(items) + 4000
