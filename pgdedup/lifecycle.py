@@ -7,6 +7,7 @@ first, like every other writer, and fails at once while another run holds it.
 
 from __future__ import annotations
 
+from . import tracking
 from .collections import get
 from .connection import Db, session
 from .errors import translated
@@ -35,12 +36,13 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
         psycopg.errors.DependentObjectsStillExist: an object depends on the collection's view.
     """
     with translated(), session(dsn, f"pgdedup drop {name}") as s:
-        untracked = get(s.conn, name).tracked and s.owned  # (on a caller's connection: one transaction anyway)
+        coll = get(s.conn, name)
+        untracked = coll.tracked and s.owned  # (on a caller's connection: one transaction anyway)
         if untracked:  # DROP TRIGGER locks the table (ACCESS EXCLUSIVE) to commit: a moment only
             # what the drop would refuse (a view on the collection's view, unmark's checks) is
             # refused here, before tracking stops: tracking started again queues "compare every row"
             s.conn.execute("SELECT pgdedup.check_drop(%s, %s)", (name, unmark))
-            s.conn.execute("SELECT pgdedup.track(%s, false)", (name,))
+            tracking.set_triggers(s.conn, coll, False)
             s.commit()
         try:
             forgotten = s.conn.execute("SELECT pgdedup.drop_collection(%s, %s)", (name, unmark)).fetchone()[0]
@@ -48,7 +50,7 @@ def drop(name: str, *, unmark: bool = False, dsn: Db = None) -> int:
         except Exception:
             if untracked:  # the collection stays: so does its tracking (the next index compares every row)
                 s.conn.rollback()
-                s.conn.execute("SELECT pgdedup.track(%s, true)", (name,))
+                tracking.set_triggers(s.conn, coll, True)
                 s.commit()
             raise
     return forgotten

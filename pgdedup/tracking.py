@@ -20,7 +20,7 @@ from . import statistics
 from .collections import Collection, get
 from .connection import Db, session
 from .db import Source, beside_the_run
-from .errors import TrackingLost, translated
+from .errors import CollectionBusy, TrackingLost, translated
 
 
 def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
@@ -41,10 +41,35 @@ def track(name: str, *, on: bool = True, dsn: Db = None) -> bool:
         CollectionBusy: another run holds the collection, or the table lock was not had in time.
     """
     with translated(), session(dsn, f"pgdedup track {name}") as s:
-        get(s.conn, name, need_source=on)
-        tracked = s.conn.execute("SELECT pgdedup.track(%s, %s)", (name, on)).fetchone()[0]
+        coll = get(s.conn, name, need_source=on)
+        tracked = set_triggers(s.conn, coll, on)
         s.commit()
     return tracked
+
+
+def set_triggers(conn: psycopg.Connection, coll: Collection, on: bool) -> bool:
+    """``pgdedup.track(name, on)`` in ``conn``'s transaction: whether it is tracked now.
+
+    Creating or dropping the triggers needs the table's lock for an instant, waited for at most
+    ``lock_timeout`` (5 s unless the session sets one); behind a transaction that holds the
+    table, PostgreSQL's "canceling statement due to lock timeout" says neither which table nor
+    who holds it, so the error does.
+
+    Raises:
+        CollectionBusy: the table's lock was not had in time (the message names the holder), or
+            another run holds the collection.
+    """
+    try:
+        with conn.transaction():  # (a savepoint in a transaction: the caller's stays usable)
+            return conn.execute("SELECT pgdedup.track(%s, %s)", (coll.name, on)).fetchone()[0]
+    except psycopg.errors.LockNotAvailable as exc:
+        holder = conn.execute(
+            "SELECT a.pid, a.application_name, a.state FROM pg_catalog.pg_locks l "
+            "JOIN pg_catalog.pg_stat_activity a USING (pid) WHERE l.granted AND a.pid <> pg_catalog.pg_backend_pid() "
+            "AND l.relation = pgdedup.relation_of(%s, %s) LIMIT 1", (coll.source.schema, coll.source.table)).fetchone()
+        who = f"pid {holder[0]} ({holder[1] or 'no application_name'}, {holder[2]})" if holder else "another transaction"
+        raise CollectionBusy(f"could not lock {coll.source.label} to {'add' if on else 'remove'} the tracking triggers "
+                             f"of collection {coll.name!r} in time (lock_timeout): {who} holds it; try again when it ends") from exc
 
 
 def untrack_if_lost(conn: psycopg.Connection, coll: Collection) -> Collection:
@@ -66,7 +91,7 @@ def untrack_if_lost(conn: psycopg.Connection, coll: Collection) -> Collection:
             "SELECT pgdedup.tracking_intact(%s) OR pgdedup.relation_of(%s, %s) IS NULL",
             (coll.id, coll.source.schema, coll.source.table)).fetchone()[0]:
         return coll  # (a source that is not there is refused as such: renamed back, it is tracked still)
-    conn.execute("SELECT pgdedup.track(%s, false)", (coll.name,))
+    set_triggers(conn, coll, False)
     decide_next_in_full(conn, coll.id)
     warnings.warn(TrackingLost(
         f"collection {coll.name!r}: its source {coll.source.label} does not carry its tracking triggers any more "

@@ -716,9 +716,14 @@ def test_track_waits_for_the_table_at_most_lock_timeout(conn, dsn, docs):
     writer.execute("INSERT INTO docs VALUES (6000, 'an open transaction', 1)")
     try:
         started = time.monotonic()
-        with pytest.raises(pgdedup.CollectionBusy, match="lock timeout"):
+        with pytest.raises(pgdedup.CollectionBusy, match="could not lock public.docs"):
             pgdedup.track("docs", dsn=dsn)
         assert 4 < time.monotonic() - started < 30
+        # the CLI's line names the table and the holder (it was PostgreSQL's bare "canceling
+        # statement due to lock timeout")
+        one_line_error(cli("track", "docs", "--dsn", dsn, timeout=60),
+                       "could not lock public.docs to add the tracking triggers of collection 'docs' in time (lock_timeout): pid",
+                       f"pid {writer.info.backend_pid} ")
     finally:
         writer.close()
     assert pgdedup.status("docs", dsn=dsn)[0]["tracked"] is False
