@@ -85,6 +85,26 @@ def _values(source: Source, params: Params) -> tuple:
             params.threshold, params.band_threshold, params.algorithm)
 
 
+@dataclass
+class StoredResult:
+    """A collection's stored dedupe result (``pgdedup.results``): its target and the settings it
+    was decided with, which a dedupe's arguments may have set apart from the collection's."""
+
+    target: str
+    threshold: float
+    verify: str
+    max_bucket: int
+
+
+def stored_result(conn: psycopg.Connection, collection_id: int) -> StoredResult | None:
+    """The result the collection's marks come from: in place (``column``) first, else the view's;
+    None before any dedupe. (``exact`` results are pairs, not marks.)"""
+    row = conn.execute("SELECT target, threshold, verify, max_bucket FROM pgdedup.results "
+                       "WHERE collection_id = %s AND target <> 'exact' ORDER BY target = 'column' DESC LIMIT 1",
+                       (collection_id,)).fetchone()
+    return StoredResult(*row) if row else None
+
+
 def find_or_create(conn: psycopg.Connection, name: str, source: Source, params: Params) -> Collection:
     """The collection called ``name``, created with ``source`` and ``params`` if it does not exist.
 

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .collections import get
+from .collections import get, stored_result
 from .connection import Db, session
 from .db import guard_source, source_texts
 from .errors import RowNotFound, translated
@@ -143,9 +143,8 @@ def explain(name: str, key_a: str, key_b: str, *, max_bucket: int | None = None,
         conn = s.conn
         coll = get(conn, name)
         if max_bucket is None:
-            stored = conn.execute("SELECT max_bucket FROM pgdedup.results WHERE collection_id = %s AND target <> 'exact' "
-                                  "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
-            max_bucket = stored[0] if stored else 100
+            stored = stored_result(conn, coll.id)
+            max_bucket = stored.max_bucket if stored else 100
         conn.execute("SELECT pgdedup.check_args(%s, %s)", (coll.params.threshold, max_bucket))
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
         est, count_a, count_b, bands, shared_bands, lo, hi, threshold = conn.execute(

@@ -548,14 +548,15 @@ def index(table: str, key: str | None = None, text: list[str] | tuple[str, ...] 
         writer.execute("SELECT pg_catalog.set_config('application_name', %s, false)", (f"pgdedup index {name}",))
         with beside_the_run(writer, source):
             check_unique_key(writer, source)
-        # an existing collection named alone is looked up again, never made (a drop that committed
-        # since brought it back as a new, untracked one), and again once its lock is held
-        coll = collections.find_or_create(writer, name, source, params) if key is not None else collections.find(writer, name)
-        if key is None and (coll is None or coll.id != stored.id):
-            raise CollectionNotFound(f"collection {name!r} was dropped while this index started")
+        # an existing collection named alone is never made again (a drop that committed since
+        # brought it back as a new, untracked one): under its lock it must still be the one found,
+        # read afresh (an untracking above changed it)
+        coll = collections.find_or_create(writer, name, source, params) if key is not None else stored
         writer.execute("SELECT pgdedup.lock_collection(%s, true)", (coll.id,))
-        if collections.find(writer, name) is None:
+        current = collections.find(writer, name)
+        if current is None or current.id != coll.id:
             raise CollectionNotFound(f"collection {name!r} was dropped while this index started")
+        coll = current
         try:
             with writer.transaction():
                 coll = collections.settle(writer, coll, source, params, reindex)

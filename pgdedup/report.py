@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 
-from .collections import Collection, get
+from .collections import Collection, StoredResult, get, stored_result
 from .connection import Db, session
 from .db import guard_source, source_texts
 from .errors import InvalidArgument, translated
@@ -47,18 +47,6 @@ class ReportResult:
     def summary(self) -> str:
         return (f"wrote {self.path}: {self.name}, {self.groups_shown} largest groups, "
                 f"{self.pairs_sampled} sampled candidate pairs")
-
-
-@dataclass
-class Decided:
-    """The stored dedupe result the page shows (``pgdedup.results``): its target and the
-    settings it was decided with, which a dedupe's arguments may have set apart from the
-    collection's."""
-
-    target: str
-    threshold: float
-    verify: str
-    max_bucket: int
 
 
 def _highlight(a: str, b: str) -> tuple[str, str]:
@@ -111,13 +99,9 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
         conn = s.conn
         coll = get(conn, name)
         guard_source(conn, coll.source, name)  # (need_source's check, made under the table's lock)
-        # the settings the shown result was decided with (a dedupe may override the collection's)
-        target = conn.execute("SELECT target, threshold, verify, max_bucket FROM pgdedup.results "
-                              "WHERE collection_id = %s AND target <> 'exact' "
-                              "ORDER BY target = 'column' DESC LIMIT 1", (coll.id,)).fetchone()
-        if target is None:
+        decided = stored_result(conn, coll.id)  # (its settings, not the collection's, are shown)
+        if decided is None:
             raise InvalidArgument(f"collection {name!r} has no dedupe result yet: run `pgdedup dedupe {name}` first")
-        decided = Decided(*target)
         info = status(name, dsn=conn)[0]
         with shown.stage("candidate pairs of the sample estimated"):
             sims = [r[0] for r in conn.execute(
@@ -156,7 +140,7 @@ def report(name: str, path: str | Path, *, groups: int = 8, per_group: int = 5, 
     return ReportResult(name, str(path), len(largest), len(sims))
 
 
-def _page(coll: Collection, info: dict[str, Any], decided: Decided, sims: list[float], sizes: list[tuple[int, int]],
+def _page(coll: Collection, info: dict[str, Any], decided: StoredResult, sims: list[float], sizes: list[tuple[int, int]],
           largest: list[tuple[str, int]], members: dict[str, list[tuple[str, float]]],
           nearest: list[tuple[str, str, float]], texts: dict[str, str]) -> str:
     p = coll.params
